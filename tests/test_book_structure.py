@@ -1,0 +1,134 @@
+"""The book's structure: chapters, figures, references and the repository named in one place.
+
+These read the committed files (notebooks, _toc.yml, _config.yml, references.bib, README.md); the
+outputs themselves are compared by strict nbval, and the built pages by tests/browser.
+"""
+
+import re
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+import notebooks as nbtool  # noqa: E402
+
+CHAPTERS = {
+    "01_plain_causal_average": {"label": "ch-average", "figs": {1: "fig-loop-average", 2: "fig-matmul-average"}},
+    "02_queries_keys_values": {"label": "ch-qkv", "figs": {3: "fig-qkv"}},
+    "03_scaled_dot_product": {"label": "ch-scaling", "figs": {4: "fig-scaled-scores"}},
+    "04_masking_the_future": {"label": "ch-masking", "figs": {5: "fig-causal-mask"}},
+    "05_one_head": {"label": "ch-head", "figs": {6: "fig-head"}},
+}
+BIB_KEYS = [
+    "vaswani2017attention", "karpathy2022nanogpt", "karpathy2023letsbuild", "pytorch-linear",
+    "pytorch-softmax", "pytorch-tril", "pytorch-masked-fill", "pytorch-sdpa", "bahdanau2014neural",
+]
+
+
+def load(stem):
+    return nbformat.read(ROOT / "lessons" / f"{stem}.ipynb", as_version=4)
+
+
+def markdown(nb):
+    return "\n\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+
+
+def all_markdown():
+    pages = [markdown(load(stem)) for stem in CHAPTERS]
+    pages += [p.read_text() for p in (ROOT / "book").glob("*.md")]
+    return "\n\n".join(pages)
+
+
+def test_toc_lists_the_five_chapters_in_order():
+    toc = (ROOT / "_toc.yml").read_text()
+    listed = re.findall(r"file: lessons/(\S+)", toc)
+    assert listed == list(CHAPTERS), f"_toc.yml lists {listed}, expected {list(CHAPTERS)}"
+
+
+@pytest.mark.parametrize("stem", CHAPTERS)
+def test_chapter_opens_with_bootstrap_then_labelled_title(stem):
+    nb = load(stem)
+    first, second = nb.cells[0], nb.cells[1]
+    assert first.cell_type == "code"
+    assert {"bootstrap", "remove-cell"} <= set(first.metadata.get("tags", []))
+    assert first.source == nbtool.bootstrap_source(), "bootstrap cell not synced: run `make sync`"
+    label = CHAPTERS[stem]["label"]
+    assert re.match(rf"\({label}\)=\s*\n# \d\. ", second.source), second.source[:80]
+
+
+@pytest.mark.parametrize("stem", CHAPTERS)
+def test_chapter_was_executed_top_to_bottom(stem):
+    code = [c for c in load(stem).cells if c.cell_type == "code"]
+    counts = [c.execution_count for c in code]
+    assert counts == list(range(1, len(code) + 1)), f"execution counts {counts}: run `make outputs`"
+
+
+@pytest.mark.parametrize("stem", CHAPTERS)
+def test_figures_are_anchored_captioned_and_followed_by_their_code(stem):
+    nb = load(stem)
+    for number, label in CHAPTERS[stem]["figs"].items():
+        hits = [i for i, c in enumerate(nb.cells) if c.cell_type == "markdown" and f"({label})=" in c.source]
+        assert len(hits) == 1, f"{stem}: anchor ({label})= should appear once, found {len(hits)}"
+        cell = nb.cells[hits[0]]
+        assert f"**Fig. {number}.**" in cell.source, f"{stem}: {label} lacks its caption '**Fig. {number}.**'"
+        assert nb.cells[hits[0] + 1].cell_type == "code", f"{stem}: {label} is not followed by its code"
+
+
+def test_every_figure_is_cross_referenced_from_prose():
+    text = all_markdown()
+    for spec in CHAPTERS.values():
+        for number, label in spec["figs"].items():
+            assert re.search(rf"\{{ref\}}`Fig\. {number} <{label}>`", text), f"Fig. {number} is never referenced"
+
+
+def test_bibliography_has_the_nine_references_and_each_is_cited():
+    bib = (ROOT / "book" / "references.bib").read_text()
+    keys = re.findall(r"^@\w+\{([^,]+),", bib, re.M)
+    assert keys == BIB_KEYS
+    text = all_markdown()
+    cited = set(re.findall(r"\{cite[pt]?\}`([^`]+)`", text))
+    cited = {k.strip() for group in cited for k in group.split(",")}
+    assert set(BIB_KEYS) <= cited, f"never cited: {sorted(set(BIB_KEYS) - cited)}"
+
+
+def test_repository_is_named_once_and_everything_follows_it():
+    url, branch = nbtool.repository()
+    assert nbtool.main(["check"]) == 0, "notebooks or README out of date with _config.yml: run `make sync`"
+    for stem in CHAPTERS:
+        assert f"git+{url}@{branch}" in load(stem).cells[0].source
+    readme = (ROOT / "README.md").read_text()
+    for stem in CHAPTERS:
+        links = nbtool.launch_links(ROOT / "lessons" / f"{stem}.ipynb")
+        for link in links.values():
+            assert link in readme, f"README lacks {link}"
+    others = [p for p in ROOT.rglob("*") if p.is_file() and p.suffix in {".md", ".py", ".yml", ".ipynb", ".txt"}
+              and not any(part.startswith((".venv", ".git", "_build", "node_modules", "student")) for part in p.parts)
+              and p.name not in {"_config.yml", "README.md"} and "lessons" not in p.parts]
+    for path in others:
+        assert url not in path.read_text(errors="ignore"), f"{path} repeats the repository URL"
+
+
+def test_fork_changes_follow_the_config(tmp_path, monkeypatch):
+    """Point _config.yml at a fork: every launch link and the bootstrap source follow it."""
+    config = tmp_path / "_config.yml"
+    config.write_text((ROOT / "_config.yml").read_text().replace(
+        nbtool.repository()[0], "https://github.com/someone/my-fork"))
+    monkeypatch.setattr(nbtool, "ROOT", tmp_path)
+    (tmp_path / "lessons").mkdir()
+    links = nbtool.launch_links(tmp_path / "lessons" / "05_one_head.ipynb")
+    assert links == {
+        "page": "https://someone.github.io/my-fork/lessons/05_one_head.html",
+        "binder": "https://mybinder.org/v2/gh/someone/my-fork/main?urlpath=lab/tree/lessons/05_one_head.ipynb",
+        "colab": "https://colab.research.google.com/github/someone/my-fork/blob/main/lessons/05_one_head.ipynb",
+    }
+    assert "git+https://github.com/someone/my-fork@main" in nbtool.bootstrap_source()
+
+
+def test_a_config_without_repository_says_what_to_add(tmp_path, monkeypatch):
+    (tmp_path / "_config.yml").write_text("title: x\n")
+    monkeypatch.setattr(nbtool, "ROOT", tmp_path)
+    with pytest.raises(SystemExit, match="repository"):
+        nbtool.repository()

@@ -1,0 +1,211 @@
+"""Maintain the chapter notebooks: sync the bootstrap cell, re-execute, normalize.
+
+    python tools/notebooks.py sync             # bootstrap cells and README links follow _config.yml
+    python tools/notebooks.py execute [NB ...] # sync, run each in a fresh kernel, store outputs
+    python tools/notebooks.py check            # fail if a notebook is not synced and normalized
+
+`make outputs` runs `execute` on every chapter. Outputs are stored with widget state (so the static
+book can show the explorers) and with metadata that does not depend on the machine or the clock.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parents[1]
+LESSONS = ROOT / "lessons"
+BOOTSTRAP_TAG = "bootstrap"
+KERNEL_TIMEOUT = 600
+
+
+def repository() -> tuple[str, str]:
+    """Return (url, branch) from _config.yml, the one place the repository is named."""
+    text = (ROOT / "_config.yml").read_text()
+    block = re.search(r"^repository:\n((?:[ \t]+.*\n)+)", text, re.M)
+    if block is None:
+        raise SystemExit("_config.yml has no `repository:` block; add `url:` and `branch:` under it")
+    fields = dict(re.findall(r"^\s+(\w+):\s*(\S*)", block.group(1), re.M))
+    if not fields.get("url"):
+        raise SystemExit("_config.yml: `repository: url:` is empty; set it to your repository's URL")
+    return fields["url"].rstrip("/"), fields.get("branch") or "main"
+
+
+def bootstrap_source() -> str:
+    url, branch = repository()
+    return (
+        "# on Colab (or anywhere the helper package is missing) install it from the course repository;\n"
+        "# where it is already installed, as on Binder or a local clone, this does nothing\n"
+        "import importlib.util, subprocess, sys\n"
+        "\n"
+        'if importlib.util.find_spec("attention_lab") is None:\n'
+        "    subprocess.run(\n"
+        f'        [sys.executable, "-m", "pip", "install", "--quiet", "attention_lab @ git+{url}@{branch}"],\n'
+        "        check=True,\n"
+        "    )"
+    )
+
+
+def pages_url(url: str) -> str:
+    """GitHub Pages address of the repository ``https://github.com/OWNER/REPO``."""
+    match = re.fullmatch(r"https://github\.com/([^/]+)/([^/]+?)(?:\.git)?", url)
+    if match is None:
+        raise SystemExit(f"_config.yml: repository url {url!r} is not https://github.com/OWNER/REPO")
+    owner, repo = match.groups()
+    return f"https://{owner.lower()}.github.io/{repo}"
+
+
+def launch_links(path: Path) -> dict[str, str]:
+    """The hosted page, Binder and Colab addresses of one chapter, from _config.yml."""
+    url, branch = repository()
+    slug = url.removeprefix("https://github.com/")
+    rel = path.relative_to(ROOT).as_posix()
+    return {
+        "page": f"{pages_url(url)}/{rel.removesuffix('.ipynb')}.html",
+        "binder": f"https://mybinder.org/v2/gh/{slug}/{branch}?urlpath=lab/tree/{rel}",
+        "colab": f"https://colab.research.google.com/github/{slug}/blob/{branch}/{rel}",
+    }
+
+
+def title(nb: nbformat.NotebookNode) -> str:
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            match = re.search(r"^# (.+)$", cell.source, re.M)
+            if match:
+                return match.group(1).strip()
+    raise SystemExit("a chapter notebook has no `# Title` heading in its markdown")
+
+
+README_START = "<!-- chapters: written by `make sync` from _config.yml; edit there -->"
+README_END = "<!-- /chapters -->"
+
+
+def readme_table(paths: list[Path]) -> str:
+    url, _ = repository()
+    rows = [README_START, "", "| chapter | read | run |", "|---|---|---|"]
+    for path in paths:
+        links = launch_links(path)
+        name = title(nbformat.read(path, as_version=4))
+        rows.append(f"| {name} | [hosted page]({links['page']}) "
+                    f"| [Binder]({links['binder']}) · [Colab]({links['colab']}) |")
+    rows += ["", f"Hosted book: {pages_url(url)}/ · repository: {url}", "", README_END]
+    return "\n".join(rows)
+
+
+def sync_readme(paths: list[Path], write: bool) -> bool:
+    """Rewrite the README's chapter table; return True if it was out of date."""
+    readme = ROOT / "README.md"
+    text = readme.read_text()
+    pattern = re.compile(re.escape(README_START) + ".*?" + re.escape(README_END), re.S)
+    if not pattern.search(text):
+        raise SystemExit(f"README.md lacks the chapter table markers {README_START!r} ... {README_END!r}")
+    new = pattern.sub(lambda _: readme_table(paths), text)
+    if new != text and write:
+        readme.write_text(new)
+    return new != text
+
+
+def notebooks(paths: list[str] | None = None) -> list[Path]:
+    if paths:
+        return [Path(p).resolve() for p in paths]
+    return sorted(LESSONS.glob("[0-9][0-9]_*.ipynb"))
+
+
+def sync(nb: nbformat.NotebookNode) -> bool:
+    """Make the first cell the bootstrap cell; return True if the notebook changed."""
+    source = bootstrap_source()
+    first = nb.cells[0] if nb.cells else None
+    if first is not None and BOOTSTRAP_TAG in first.get("metadata", {}).get("tags", []):
+        if first.source == source:
+            return False
+        first.source = source
+        return True
+    cell = nbformat.v4.new_code_cell(source, metadata={"tags": [BOOTSTRAP_TAG, "remove-cell"]})
+    nb.cells.insert(0, cell)
+    return True
+
+
+def normalize(nb: nbformat.NotebookNode, stem: str) -> None:
+    """Drop what depends on the machine or the clock; give cells stable ids."""
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
+    nb.metadata["language_info"] = {"name": "python", "pygments_lexer": "ipython3"}
+    for key in ("colab", "vscode", "papermill", "toc"):
+        nb.metadata.pop(key, None)
+    for i, cell in enumerate(nb.cells):
+        cell["id"] = f"{stem[:2]}-{i:03d}"
+        cell.metadata.pop("execution", None)
+        cell.metadata.pop("ExecuteTime", None)
+        if cell.cell_type != "code":
+            cell.pop("outputs", None)
+            cell.pop("execution_count", None)
+
+
+def execute(path: Path) -> None:
+    from nbclient import NotebookClient
+
+    nb = nbformat.read(path, as_version=4)
+    sync(nb)
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.outputs = []
+            cell.execution_count = None
+    client = NotebookClient(
+        nb,
+        timeout=KERNEL_TIMEOUT,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(path.parent)}},
+        store_widget_state=True,
+        record_timing=False,
+    )
+    client.execute()
+    normalize(nb, path.stem)
+    nbformat.validate(nb)
+    nbformat.write(nb, path)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("command", choices=["sync", "execute", "check"])
+    parser.add_argument("notebooks", nargs="*")
+    args = parser.parse_args(argv)
+    paths = notebooks(args.notebooks)
+    if not paths:
+        print(f"no notebooks found under {LESSONS}", file=sys.stderr)
+        return 1
+    stale = []
+    for path in paths:
+        if not path.exists():
+            print(f"{path}: no such notebook (expected lessons/NN_slug.ipynb)", file=sys.stderr)
+            return 1
+        if args.command == "execute":
+            print(f"executing {path.relative_to(ROOT)}", flush=True)
+            execute(path)
+            continue
+        nb = nbformat.read(path, as_version=4)
+        changed = sync(nb)
+        if args.command == "sync":
+            if changed:
+                normalize(nb, path.stem)
+                nbformat.write(nb, path)
+                print(f"synced {path.relative_to(ROOT)}")
+        elif changed:
+            stale.append(path.relative_to(ROOT))
+    if not args.notebooks and args.command in ("sync", "check"):
+        if sync_readme(paths, write=args.command == "sync"):
+            if args.command == "sync":
+                print("synced the chapter table in README.md")
+            else:
+                stale.append("README.md")
+    if stale:
+        print("bootstrap cell or launch links out of date with _config.yml in: " + ", ".join(map(str, stale))
+              + "\nrun `make sync` (or `make outputs`) and commit the notebooks", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
