@@ -35,7 +35,7 @@ def test_bootstrap_cell_installs_the_package_where_it_is_missing(tmp_path):
     source = nbtool.bootstrap_source()
     assert f"git+{url}@{branch}" in source
     # same cell, pointed at this checkout instead of the hosted repository
-    local = source.replace(f"git+{url}@{branch}", f"git+file://{ROOT}@{head_commit()}")
+    local = source.replace(f"git+{url}@{branch}", f"git+file://localhost{ROOT}@{head_commit()}")
 
     env_dir = tmp_path / "env"
     venv.EnvBuilder(with_pip=True).create(env_dir)
