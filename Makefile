@@ -32,5 +32,9 @@ outputs: install
 sync: install
 	$(BIN)/python tools/notebooks.py sync
 
+# instructors: student/NN_slug.ipynb and a zip per chapter, solutions removed
+student: install
+	$(BIN)/python tools/student_edition.py
+
 clean:
 	rm -rf _build

@@ -1,0 +1,262 @@
+"""Write the student edition: every chapter without its solutions, the exercise stubs shown.
+
+    python tools/student_edition.py [--out student] [lessons/NN_slug.ipynb ...]
+
+For each `lessons/NN_slug.ipynb` it writes `<out>/NN_slug.ipynb` and `<out>/NN_slug.zip` (holding
+that notebook; the bootstrap cell installs the helper package, so nothing else is needed). In the
+student notebook:
+
+- cells tagged `solution` are removed (a markdown cell tagged `solution` may hold the markers and
+  the answer's prose), with the untagged markdown cells that hold only their `{solution-start}` /
+  `{solution-end}` markers (so the book markup stays valid) and any prose between them; a markdown
+  cell that is only a plain `{solution}` directive is removed too;
+- cells tagged `exercise-stub` lose their `remove-cell` tag, so they show;
+- outputs and execution counts are cleared and the widget state is dropped;
+- everything else is unchanged.
+
+The exercise pattern is the five cells of CONTRIBUTING.md ("Exercises"). A notebook that breaks it
+stops the command with a message naming the notebook and the cell, and nothing is written: a
+solution that defines a function or class with no `exercise-stub` before it in the same exercise
+(a solution cell that only demonstrates, defining nothing, needs no stub), a stub and its solution
+that define different names, a stub without `remove-cell` or without NotImplementedError, markers
+that don't pair up or name another exercise, a code cell inside a solution not tagged `solution`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import copy
+import re
+import sys
+import zipfile
+from pathlib import Path
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parents[1]
+LESSONS = ROOT / "lessons"
+SOLUTION, STUB, REMOVE = "solution", "exercise-stub", "remove-cell"
+
+# an opening fence of a MyST directive, with backticks or colons: ```{name} argument
+_DIRECTIVE = re.compile(r"^\s*(`{3,}|:{3,})\{([\w-]+)\}[ \t]*(.*?)\s*$")
+_OPTION = re.compile(r"^\s*:([\w-]+):\s*(.*?)\s*$")
+_FENCE_END = re.compile(r"^\s*(`{3,}|:{3,})\s*$")
+
+
+class StudentEditionError(ValueError):
+    """A chapter does not follow the exercise pattern; the message names the notebook and the cell."""
+
+
+def _tags(cell) -> list[str]:
+    return list(cell.get("metadata", {}).get("tags", []))
+
+
+def _directives(source: str) -> list[tuple[str, str, dict[str, str]]]:
+    """The directives opened in a markdown cell: (name, argument, options)."""
+    found = []
+    lines = source.splitlines()
+    for n, line in enumerate(lines):
+        m = _DIRECTIVE.match(line)
+        if m:
+            options = {}
+            for following in lines[n + 1 :]:
+                o = _OPTION.match(following)
+                if not o:
+                    break
+                options[o.group(1)] = o.group(2)
+            found.append((m.group(2), m.group(3), options))
+    return found
+
+
+def _only_marker(source: str, name: str) -> bool:
+    """True if the cell holds one `name` directive and nothing else (its options and fences aside)."""
+    lines = [line for line in source.splitlines() if line.strip()]
+    if not lines:
+        return False
+    m = _DIRECTIVE.match(lines[0])
+    if not m or m.group(2) != name:
+        return False
+    rest = lines[1:]
+    while rest and _OPTION.match(rest[0]):
+        rest = rest[1:]
+    if name == "solution":  # a plain solution directive has a body: the cell must end with its fence
+        return bool(rest) and bool(_FENCE_END.match(rest[-1])) and not any(_DIRECTIVE.match(r) for r in rest)
+    return all(_FENCE_END.match(r) for r in rest) and len(rest) <= 1
+
+
+def _defined_names(source: str) -> set[str] | None:
+    """Top-level functions and classes a code cell defines; None if the cell is not plain Python."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    return {node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
+
+
+def make_student_notebook(nb: nbformat.NotebookNode, name: str = "notebook") -> nbformat.NotebookNode:
+    """Return the student edition of ``nb`` (a copy; ``nb`` is not changed).
+
+    ``name`` is used in error messages. Raises :class:`StudentEditionError` listing every problem.
+    """
+    nb = copy.deepcopy(nb)
+    errors: list[str] = []
+
+    def where(i: int) -> str:
+        cell_id = nb.cells[i].get("id")
+        return f"{name}: cell {i}" + (f" (id {cell_id})" if cell_id else "")
+
+    drop: set[int] = set()
+    exercise_label, exercise_cell, stubs = None, None, []  # the exercise we are in, its stubs
+    open_solution = None  # index of the {solution-start} cell we are inside, if any
+
+    for i, cell in enumerate(nb.cells):
+        tags = _tags(cell)
+        if SOLUTION in tags and STUB in tags:
+            errors.append(f"{where(i)} is tagged both `{SOLUTION}` and `{STUB}`; a cell is one or the other")
+        if STUB in tags:
+            if cell.cell_type != "code":
+                errors.append(f"{where(i)}: `{STUB}` is for code cells, this one is {cell.cell_type}")
+            elif REMOVE not in tags:
+                errors.append(f"{where(i)}: the stub is tagged `{STUB}` but not `{REMOVE}`; the book "
+                              f"would show the stub beside its solution")
+            elif "NotImplementedError" not in cell.source:
+                errors.append(f"{where(i)}: the stub should raise NotImplementedError, so the check "
+                              f"reports 'not yet implemented'")
+            if open_solution is not None:
+                errors.append(f"{where(i)}: a `{STUB}` cell inside a solution (opened at cell {open_solution})")
+            stubs.append(i)
+
+        if cell.cell_type == "markdown":
+            for directive, argument, options in _directives(cell.source):
+                if directive in ("exercise-start", "exercise"):
+                    exercise_label, exercise_cell, stubs = options.get("label"), i, []
+                elif directive == "solution-start":
+                    if open_solution is not None:
+                        errors.append(f"{where(i)}: `{{solution-start}}` before the `{{solution-end}}` "
+                                      f"of the solution opened at cell {open_solution}")
+                    if SOLUTION not in tags and not _only_marker(cell.source, "solution-start"):
+                        errors.append(f"{where(i)}: a `{{solution-start}}` cell must hold only the "
+                                      f"directive and its options; put other text in its own cell")
+                    if exercise_cell is None:
+                        errors.append(f"{where(i)}: `{{solution-start}} {argument}` with no exercise before it")
+                    elif argument != exercise_label:
+                        errors.append(f"{where(i)}: `{{solution-start}} {argument}` does not match the "
+                                      f"exercise before it (cell {exercise_cell}, label `{exercise_label}`)")
+                    open_solution = i
+                    drop.add(i)
+                elif directive == "solution-end":
+                    if open_solution is None:
+                        errors.append(f"{where(i)}: `{{solution-end}}` with no `{{solution-start}}` before it")
+                    if SOLUTION not in tags and not _only_marker(cell.source, "solution-end"):
+                        errors.append(f"{where(i)}: a `{{solution-end}}` cell must hold only the directive")
+                    open_solution = None
+                    drop.add(i)
+                elif directive == "solution":
+                    if _only_marker(cell.source, "solution") or SOLUTION in tags:
+                        drop.add(i)
+                    else:
+                        errors.append(f"{where(i)}: a `{{solution}}` directive shares its cell with other "
+                                      f"text; give it a cell of its own (or tag the cell `{SOLUTION}`)")
+
+        if SOLUTION in tags:
+            drop.add(i)
+            if cell.cell_type == "code":
+                if open_solution is None:
+                    errors.append(f"{where(i)}: tagged `{SOLUTION}` but not between `{{solution-start}}` "
+                                  f"and `{{solution-end}}` cells")
+                solution_names = _defined_names(cell.source)
+                if not stubs and solution_names != set():
+                    # a solution that only demonstrates (defines no function or class) needs no stub;
+                    # one that defines what a check or a later cell uses does
+                    label = f" `{exercise_label}`" if exercise_label else ""
+                    errors.append(f"{where(i)}: tagged `{SOLUTION}` but there is no `{STUB}` cell before "
+                                  f"it in the same exercise{label}; learners would have nothing to fill in")
+                elif stubs:
+                    stub_names = _defined_names(nb.cells[stubs[-1]].source)
+                    if stub_names and solution_names is not None and not stub_names <= solution_names:
+                        missing = ", ".join(sorted(stub_names - solution_names))
+                        errors.append(f"{where(i)}: the solution does not define {missing}, which the stub "
+                                      f"(cell {stubs[-1]}) defines; the solution must replace the stub")
+        elif open_solution is not None and i != open_solution and cell.cell_type == "code":
+            errors.append(f"{where(i)}: a code cell inside a solution (opened at cell {open_solution}) "
+                          f"must be tagged `{SOLUTION}`")
+        elif open_solution is not None and i != open_solution:
+            drop.add(i)  # prose inside the solution's dropdown belongs to the solution
+
+    if open_solution is not None:
+        errors.append(f"{where(open_solution)}: `{{solution-start}}` is never closed by `{{solution-end}}`")
+    if errors:
+        raise StudentEditionError("\n".join(errors))
+
+    nb.cells = [cell for i, cell in enumerate(nb.cells) if i not in drop]
+    for cell in nb.cells:
+        tags = _tags(cell)
+        if STUB in tags and REMOVE in tags:
+            cell.metadata["tags"] = [t for t in tags if t != REMOVE]
+        if cell.cell_type == "code":
+            cell.outputs = []
+            cell.execution_count = None
+    nb.metadata.pop("widgets", None)
+    return nb
+
+
+def write_zip(notebook: Path, archive: Path) -> None:
+    """A zip holding the one notebook, byte-for-byte the same each time it is built."""
+    info = zipfile.ZipInfo(notebook.name, date_time=(2020, 1, 1, 0, 0, 0))
+    info.compress_type = zipfile.ZIP_DEFLATED
+    info.external_attr = 0o644 << 16
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr(info, notebook.read_bytes())
+
+
+def build(paths: list[Path], out: Path) -> list[Path]:
+    """Check every notebook first, then write each student notebook and its zip; return the notebooks."""
+    editions, errors = [], []
+    for path in paths:
+        try:
+            nb = nbformat.read(path, as_version=4)
+            editions.append((path, make_student_notebook(nb, name=_display(path))))
+        except StudentEditionError as exc:
+            errors.append(str(exc))
+    if errors:
+        raise StudentEditionError("\n".join(errors))
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for path, nb in editions:
+        target = out / path.name
+        nbformat.validate(nb)
+        nbformat.write(nb, target)
+        write_zip(target, target.with_suffix(".zip"))
+        written.append(target)
+    return written
+
+
+def _display(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(ROOT))
+    except ValueError:
+        return str(path)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default=str(ROOT / "student"), help="output folder (default: student/)")
+    parser.add_argument("notebooks", nargs="*", help="default: every lessons/NN_*.ipynb")
+    args = parser.parse_args(argv)
+    paths = [Path(p) for p in args.notebooks] or sorted(LESSONS.glob("[0-9][0-9]_*.ipynb"))
+    if not paths:
+        print(f"no notebooks found under {LESSONS}", file=sys.stderr)
+        return 1
+    try:
+        written = build(paths, Path(args.out))
+    except StudentEditionError as exc:
+        print(f"student edition not written:\n{exc}", file=sys.stderr)
+        return 1
+    for target in written:
+        print(f"wrote {_display(target)} and {target.with_suffix('.zip').name}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
