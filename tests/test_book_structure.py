@@ -132,3 +132,24 @@ def test_a_config_without_repository_says_what_to_add(tmp_path, monkeypatch):
     monkeypatch.setattr(nbtool, "ROOT", tmp_path)
     with pytest.raises(SystemExit, match="repository"):
         nbtool.repository()
+
+
+def test_instructors_page_covers_every_chapter_and_exercise():
+    page = (ROOT / "book" / "instructors.md").read_text()
+    for stem in CHAPTERS:
+        assert f"{{doc}}`../lessons/{stem}`" in page, f"instructors page does not cover {stem}"
+        labels = re.findall(r"^:label: (ex-\S+)", markdown(load(stem)), re.M)
+        assert 2 <= len(labels) <= 4, f"{stem}: {len(labels)} exercises, expected 2 to 4"
+        for label in labels:
+            assert f"{{ref}}`{label}`" in page, f"instructors page does not list exercise {label}"
+
+
+@pytest.mark.parametrize("stem", CHAPTERS)
+def test_every_coding_exercise_has_stub_solution_and_check(stem):
+    cells = load(stem).cells
+    stubs = [i for i, c in enumerate(cells) if "exercise-stub" in c.metadata.get("tags", [])]
+    assert stubs, f"{stem} has no coding exercise"
+    for i in stubs:
+        assert "NotImplementedError" in cells[i].source
+        after = [c for c in cells[i + 1:] if c.cell_type == "code" and "solution" not in c.metadata.get("tags", [])]
+        assert after and "checks.check_" in after[0].source, f"{stem}: the stub at cell {i} is not followed by a check"
