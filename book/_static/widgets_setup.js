@@ -1,0 +1,75 @@
+// Loaded after require.js and before the widget manager (html-manager's embed-amd.js), on pages with widgets.
+// Added by book/_ext/selfhosted_assets.py through myst-nb's nb_ipywidgets_js; not a bundle, just two fixes.
+(function () {
+  "use strict";
+  var me = document.currentScript;
+
+  // 1. The widget bundle loads its Font Awesome fonts from the folder of its AMD module, which require.js
+  //    resolves against the page (lessons/@jupyter-widgets/...: 404). Map that module folder to the bundle's
+  //    real folder, given relative to this script (self-hosted) or as a full URL (CDN fallback).
+  var dist = me && me.getAttribute("data-html-manager-dist");
+  if (dist && window.require && typeof window.require.config === "function") {
+    var folder = new URL(dist, me.src).href.replace(/\/$/, "");
+    window.require.config({ paths: { "@jupyter-widgets/html-manager/dist": folder } });
+  }
+
+  // 2. ipywidgets 8.1 reads `description.length` when a widget has a tooltip, but Image has no description: the
+  //    view throws and the picture is lost (jupyter-widgets/ipywidgets PR 3921, unreleased). Guard that, and
+  //    give an Image its tooltip as alt text, the only per-image text ipywidgets 8 carries.
+  document.addEventListener("DOMContentLoaded", function () {
+    if (!window.require || !window.require.specified || !window.require.specified("@jupyter-widgets/base")) return;
+    window.require(["@jupyter-widgets/base"], function (base) {
+      var proto = base && base.DOMWidgetView && base.DOMWidgetView.prototype;
+      if (!proto || proto.__courseTooltipGuard) return;
+      var original = proto.updateTooltip;
+      proto.updateTooltip = function () {
+        if (typeof this.model.get("description") === "string") return original.apply(this, arguments);
+        var text = this.model.get("tooltip");
+        if (text) {
+          this.el.setAttribute("title", text);
+          if (this.el.tagName === "IMG") this.el.setAttribute("alt", text);
+        } else {
+          this.el.removeAttribute("title");
+        }
+      };
+      proto.__courseTooltipGuard = true;
+    });
+  });
+
+  // 3. ipywidgets draws a slider's description as a <label> that nothing points at, so the focusable handle
+  //    (role=slider) has no accessible name for a screen reader. Name each handle by its visible label.
+  var labelled = 0;
+  function nameSliders(root) {
+    var handles = (root.querySelectorAll ? root : document).querySelectorAll('[role="slider"]:not([aria-labelledby]):not([aria-label])');
+    Array.prototype.forEach.call(handles, function (handle) {
+      var box = handle.closest(".widget-slider, .widget-hslider, .widget-vslider");
+      var label = box && box.querySelector(".widget-label");
+      if (!label || !label.textContent.trim()) return;
+      if (!label.id) label.id = "widget-slider-label-" + ++labelled;
+      handle.setAttribute("aria-labelledby", label.id);
+    });
+  }
+  document.addEventListener("DOMContentLoaded", function () {
+    new MutationObserver(function () { nameSliders(document); }).observe(document.body, { childList: true, subtree: true });
+  });
+
+  // 4. ipywidgets typesets labels with MathJax 2's `MathJax.Hub.Queue(["Typeset", MathJax.Hub, el])`; this book
+  //    loads MathJax 3, which has no Hub: the call throws and the widget view fails. Give MathJax 3 that call.
+  //    Runs on `load` (after MathJax's own script, which replaces window.MathJax) and before the widget
+  //    manager's `load` handler, registered later.
+  window.addEventListener("load", function () {
+    var mj = window.MathJax;
+    if (!mj || mj.Hub || !mj.version || mj.version.charAt(0) === "2") return;
+    mj.Hub = {
+      Queue: function () {
+        Array.prototype.forEach.call(arguments, function (job) {
+          var el = Array.isArray(job) && job[0] === "Typeset" ? job[2] : null;
+          var ready = mj.startup && mj.startup.promise ? mj.startup.promise : Promise.resolve();
+          ready.then(function () {
+            return mj.typesetPromise ? mj.typesetPromise(el ? [el] : undefined) : null;
+          }).catch(function (err) { console.warn("MathJax typeset of a widget label failed", err); });
+        });
+      },
+    };
+  });
+})();

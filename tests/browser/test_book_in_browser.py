@@ -1,0 +1,141 @@
+"""The built book in a real browser (headless Debian Chromium), with every request off localhost blocked.
+
+Needs `_build/html` (`make book`) and /usr/bin/chromium; skips with the reason when either is missing,
+except in CI (CI=true), where that is a failure.
+`make test` builds the book first. Screenshots of each chapter go to _build/screenshots/ for review.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from conftest import AXE, SCREENSHOTS, UNRENDERED_VIEWS_JS, _missing, book_pages
+
+PAGES = book_pages() or ["(book not built)"]
+CHAPTERS = [p for p in PAGES if p.startswith("lessons/")] or ["(book not built)"]
+AXE_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
+
+
+def _require_built(path):
+    if path == "(book not built)":
+        _missing("the book is not built: run `make book` first")
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_page_loads_self_contained_without_errors(visit, path):
+    _require_built(path)
+    v = visit(path)
+    weight = sum(v.bytes_by_url.values())
+    print(f"\n{path}: {len(v.bytes_by_url)} requests, {weight / 1e6:.2f} MB, "
+          f"third-party {len(v.third_party)}, failed {len(v.failed)}, console errors {len(v.console_errors)}")
+    assert v.third_party == [], f"{path} asked a third party for {v.third_party}"
+    assert v.failed == [], f"{path} has failed requests: {v.failed}"
+    assert v.console_errors == [], f"{path} logged console errors: {v.console_errors}"
+    scripts = v.page.evaluate("Array.from(document.scripts).filter(s => s.src).map(s => s.src.split('?')[0])")
+    twice = sorted({s for s in scripts if scripts.count(s) > 1})
+    assert twice == [], f"{path} loads these scripts twice: {twice}"
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_math_and_widgets_render(visit, path):
+    _require_built(path)
+    v = visit(path)
+    has_math = v.page.locator(".math, span.math, div.math").count() > 0
+    if has_math:
+        unrendered = v.page.evaluate(
+            "() => Array.from(document.querySelectorAll('span.math, div.math'))"
+            ".filter(e => !e.querySelector('mjx-container')).map(e => e.textContent.slice(0, 60))"
+        )
+        assert v.page.locator("mjx-container").count() > 0, f"{path}: MathJax rendered nothing"
+        assert unrendered == [], f"{path}: math left as TeX: {unrendered[:5]}"
+    assert v.page.evaluate(UNRENDERED_VIEWS_JS) == [], f"{path}: widget views not rendered"
+    errors = v.page.locator(".jupyter-widgets-error-widget").count()
+    assert errors == 0, f"{path}: {errors} widget(s) failed to render (error placeholder shown)"
+
+
+# the images of a widget area that a reader can see right now
+VISIBLE_IMAGES_JS = """root => Array.from(root.querySelectorAll('img'))
+  .filter(i => i.checkVisibility() && i.getBoundingClientRect().width > 0).map(i => i.src)"""
+
+
+def _explorers(page):
+    """Widget areas (one per displayed widget) holding at least one picture and one slider."""
+    areas = page.locator(".widget-subarea")
+    return [areas.nth(i) for i in range(areas.count())
+            if areas.nth(i).locator("img").count() and areas.nth(i).locator("[role=slider]").count()]
+
+
+@pytest.mark.parametrize("path", CHAPTERS)
+def test_static_explorers_answer_the_keyboard(visit, path):
+    _require_built(path)
+    v = visit(path)
+    explorers = _explorers(v.page)
+    if not explorers:
+        pytest.fail(f"{path} has no static explorer in the built page: every chapter should have one that "
+                    "answers its controls without a kernel (is the widget state saved? run `make outputs`)")
+    report = []
+    for n, area in enumerate(explorers, 1):
+        area.scroll_into_view_if_needed()
+        handles = area.locator("[role=slider]")
+        for h in range(handles.count()):
+            handle = handles.nth(h)
+            if not handle.is_visible():
+                continue
+            before = area.evaluate(VISIBLE_IMAGES_JS)
+            assert before, f"{path} explorer {n}: no picture visible before moving the slider"
+            at_max = handle.get_attribute("aria-valuenow") == handle.get_attribute("aria-valuemax")
+            handle.focus()
+            v.page.keyboard.press("ArrowLeft" if at_max else "ArrowRight")
+            v.page.wait_for_timeout(250)
+            after = area.evaluate(VISIBLE_IMAGES_JS)
+            label = area.locator(".widget-slider .widget-label").nth(h).inner_text() if area.locator(
+                ".widget-slider .widget-label").count() > h else f"slider {h + 1}"
+            report.append(f"explorer {n} / {label!r}: picture changed = {after != before}")
+            assert after and after != before, f"{path} explorer {n}: the picture did not change when {label!r} moved by keyboard"
+    print("\n" + "\n".join(report))
+    assert report, f"{path}: explorers found but no visible slider to move"
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_axe_wcag21aa_no_serious_or_critical(visit, path):
+    _require_built(path)
+    if not AXE.is_file():
+        _missing(f"{AXE} missing: run `npm ci`")
+    v = visit(path)
+    v.page.add_script_tag(path=str(AXE))
+    result = v.page.evaluate(
+        "tags => axe.run(document, {runOnly: {type: 'tag', values: tags}, resultTypes: ['violations']})", AXE_TAGS
+    )
+    counts = {"minor": 0, "moderate": 0, "serious": 0, "critical": 0}
+    bad = []
+    for violation in result["violations"]:
+        counts[violation["impact"] or "minor"] += len(violation["nodes"])
+        if violation["impact"] in ("serious", "critical"):
+            targets = [node["target"] for node in violation["nodes"][:3]]
+            bad.append(f"{violation['id']} ({violation['impact']}, {len(violation['nodes'])} nodes): "
+                       f"{violation['help']} e.g. {json.dumps(targets)}")
+    print(f"\naxe {path}: " + ", ".join(f"{k} {n}" for k, n in counts.items()))
+    assert bad == [], f"{path}: serious/critical WCAG 2.1 AA violations:\n" + "\n".join(bad)
+
+
+@pytest.mark.parametrize("path", CHAPTERS)
+def test_chapter_screenshots_and_dark_mode_pictures(visit, path):
+    _require_built(path)
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    stem = path.rsplit("/", 1)[-1].removesuffix(".html")
+    light = visit(path)
+    light.page.screenshot(path=str(SCREENSHOTS / f"{stem}.png"), full_page=True)
+    dark = visit(path, color_scheme="dark")
+    assert dark.page.evaluate("document.documentElement.dataset.theme") == "dark"
+    dark.page.screenshot(path=str(SCREENSHOTS / f"{stem}-dark.png"), full_page=True)
+    # heatmaps are drawn on white: in the dark theme each visible picture sits on a light background
+    backgrounds = dark.page.evaluate(
+        "() => Array.from(document.querySelectorAll('.cell_output img, .jupyter-widgets img'))"
+        ".filter(i => i.checkVisibility()).map(i => getComputedStyle(i).backgroundColor)"
+    )
+    # the theme's own grey card (rgb 206, 214, 221) or this book's white one: light either way
+    dark_ones = [b for b in backgrounds if min(int(c) for c in re.findall(r"\d+", b)[:3]) < 200]
+    assert dark_ones == [], f"{path}: pictures on a dark background in dark mode: {dark_ones[:5]}"

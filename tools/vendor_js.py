@@ -1,0 +1,133 @@
+"""Self-host the book's third-party JavaScript: copy it from node_modules into book/_static/vendor/.
+
+    python tools/vendor_js.py            # `npm ci` when needed (and npm exists), then copy
+    python tools/vendor_js.py --clean    # remove book/_static/vendor/ (the book then uses the CDNs)
+
+`make book` runs this before building. The packages and their exact versions come from the committed
+`package.json` and `package-lock.json`; the copies are never committed (book/_static/vendor/ is in
+.gitignore). The Sphinx extension book/_ext/selfhosted_assets.py reads the manifest written here and
+points myst-nb's `nb_ipywidgets_js` and Sphinx's `mathjax_path` at the copies; without it (no Node on
+the machine) the book still builds and loads them from the CDNs, and says so.
+
+Why a subfolder: Jupyter Book 1 adds every `.js` under a top-level `_static/` to every page, and a
+widget bundle loaded twice breaks the widgets. This book's static folder is `book/_static/` (declared
+in `_config.yml`), which Jupyter Book does not scan, and the bundles sit in `vendor/` below it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+NODE_MODULES = ROOT / "node_modules"
+VENDOR = ROOT / "book" / "_static" / "vendor"
+MANIFEST = VENDOR / "manifest.json"
+
+# what the built book loads, relative to book/_static/; the extension reads these keys from the manifest
+REQUIRE_JS = "vendor/requirejs/require.js"
+HTML_MANAGER_JS = "vendor/html-manager/embed-amd.js"
+MATHJAX_JS = "vendor/mathjax/tex-mml-chtml.js"
+
+# (package, source relative to the package, destination relative to VENDOR); a directory is copied whole
+COPIES = [
+    ("requirejs", "require.js", "requirejs/require.js"),
+    # the AMD embed bundle, the npm equivalent of myst-nb's default (jsdelivr html-manager/dist/embed-amd.js);
+    # it finds its Font Awesome fonts next to itself
+    ("@jupyter-widgets/html-manager", "dist/embed-amd.js", "html-manager/embed-amd.js"),
+    ("@jupyter-widgets/html-manager", "dist/*.woff2", "html-manager/"),
+    ("@jupyter-widgets/html-manager", "dist/*.woff", "html-manager/"),
+    ("@jupyter-widgets/html-manager", "dist/*.ttf", "html-manager/"),
+    ("@jupyter-widgets/html-manager", "dist/*.eot", "html-manager/"),
+    ("@jupyter-widgets/html-manager", "dist/*.svg", "html-manager/"),
+    # Sphinx's default component (tex-mml-chtml) plus what it loads on demand: CHTML fonts, TeX
+    # extensions (autoload), the menu, and the assistive tools a reader can switch on from the menu
+    ("mathjax", "es5/tex-mml-chtml.js", "mathjax/tex-mml-chtml.js"),
+    ("mathjax", "es5/output/chtml", "mathjax/output/chtml"),
+    ("mathjax", "es5/input/tex/extensions", "mathjax/input/tex/extensions"),
+    ("mathjax", "es5/input/mml", "mathjax/input/mml"),
+    ("mathjax", "es5/ui", "mathjax/ui"),
+    ("mathjax", "es5/a11y", "mathjax/a11y"),
+    ("mathjax", "es5/sre", "mathjax/sre"),
+    ("mathjax", "es5/adaptors", "mathjax/adaptors"),
+]
+
+
+def notice(msg: str) -> None:
+    print(f"vendor_js: {msg}", flush=True)
+
+
+def npm_ci_if_needed() -> bool:
+    """Install node_modules from the lockfile when missing or stale; False when npm is not available."""
+    lock = ROOT / "package-lock.json"
+    installed = NODE_MODULES / ".package-lock.json"  # npm writes this on every install
+    if installed.exists() and installed.stat().st_mtime >= lock.stat().st_mtime:
+        return True
+    npm = shutil.which("npm")
+    if npm is None:
+        return installed.exists()
+    notice("npm ci (from package-lock.json)")
+    subprocess.run([npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=ROOT, check=True)
+    return True
+
+
+def package_version(package: str) -> str:
+    return json.loads((NODE_MODULES / package / "package.json").read_text())["version"]
+
+
+def copy_all() -> dict:
+    if VENDOR.exists():
+        shutil.rmtree(VENDOR)
+    VENDOR.mkdir(parents=True)
+    for package, src, dest in COPIES:
+        base = NODE_MODULES / package
+        sources = sorted(base.glob(src)) if "*" in src else [base / src]
+        if not sources or not all(s.exists() for s in sources):
+            raise SystemExit(f"vendor_js: expected {package}/{src} in node_modules; got nothing. Run `npm ci`.")
+        for s in sources:
+            target = VENDOR / dest
+            if dest.endswith("/"):
+                target = target / s.name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if s.is_dir():
+                shutil.copytree(s, target)
+            else:
+                shutil.copy2(s, target)
+    manifest = {
+        "require_js": REQUIRE_JS,
+        "html_manager_js": HTML_MANAGER_JS,
+        "mathjax_js": MATHJAX_JS,
+        "versions": {p: package_version(p) for p in sorted({c[0] for c in COPIES})},
+    }
+    MANIFEST.write_text(json.dumps(manifest, indent=2) + "\n")
+    return manifest
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--clean", action="store_true", help="remove book/_static/vendor/")
+    args = parser.parse_args(argv)
+    if args.clean:
+        shutil.rmtree(VENDOR, ignore_errors=True)
+        notice(f"removed {VENDOR.relative_to(ROOT)}")
+        return 0
+    if not npm_ci_if_needed():
+        shutil.rmtree(VENDOR, ignore_errors=True)
+        notice(
+            "NOTICE: npm is not installed and node_modules/ is missing, so nothing is self-hosted: the book "
+            "will load require.js, the widget manager and MathJax from third-party CDNs when read. "
+            "Install Node.js (npm) and rerun `make book` for a self-contained book."
+        )
+        return 0
+    manifest = copy_all()
+    size = sum(p.stat().st_size for p in VENDOR.rglob("*") if p.is_file())
+    notice(f"copied {manifest['versions']} into {VENDOR.relative_to(ROOT)}/ ({size / 1e6:.1f} MB)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
