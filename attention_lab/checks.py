@@ -225,6 +225,31 @@ def _project(x: torch.Tensor, layer: nn.Linear) -> torch.Tensor:
     return x.to(torch.float64) @ layer.weight.detach().to(torch.float64).T
 
 
+# mistakes in the mask and the softmax, shared by check_causal_weights and check_head: each is the message
+# and the keyword arguments of _weights that rebuild what the mistake computes
+_HIDES_PAST = ("your mask hides the past instead of the future: row i must keep columns j <= i; fill the "
+               "scores where tril == 0 (torch.tril), not where tril == 1")
+_NO_MASK = ("no mask: the weights above the diagonal are not 0, so every position sees the future; fill the "
+            "scores with -inf where tril[:T, :T] == 0 before the softmax")
+_MASK_AND_SOFTMAX_MISTAKES = [
+    (_HIDES_PAST, dict(mask="past")),
+    (_HIDES_PAST, dict(mask="past-strict")),
+    ("your mask also hides the current token (the diagonal): row i must keep j <= i, including j = i; "
+     "use torch.tril(...) without a diagonal offset", dict(mask="diagonal")),
+    (_NO_MASK, dict(mask="none")),
+    ("masking after the softmax: the rows no longer sum to one; fill the scores with -inf first, then "
+     "take the softmax", dict(after=0.0)),
+    ("masking after the softmax: filling the weights with -inf makes inf and nan; fill the scores with "
+     "-inf first, then take the softmax", dict(after=-math.inf)),
+    ("the future was filled with 0 instead of -inf: exp(0) = 1, so the future still gets weight; use "
+     "float('-inf') (or -1e9)", dict(fill=0.0)),
+    ("softmax over the wrong axis: dim=-2 makes the columns sum to one; use dim=-1 (each row, over the "
+     "keys)", dict(dim=-2)),
+    ("softmax over the wrong axis: dim=0 normalizes across the batch; use dim=-1 (each row, over the "
+     "keys)", dict(dim=0)),
+]
+
+
 def _reference_head_output(head: nn.Module, x: torch.Tensor, *, scale=None, swap=False, values="v", **kw):
     """What a head with ``head``'s own key/query/value weights returns for ``x``, in float64.
 
@@ -253,24 +278,7 @@ def _head_mistakes(head: nn.Module, x: torch.Tensor, C: int):
             (f"scaling by √C: you divided the scores by √C = √{C}, the model width; the scale is "
              f"1/√d_k with d_k = head_size = {hs}", out(scale=C**-0.5)),
             (f"multiplying by √d_k: divide the scores by √d_k = √{hs}, don't multiply", out(scale=hs**0.5)),
-            ("your mask hides the past instead of the future: row i must keep columns j <= i "
-             "(fill where tril == 0, not where tril == 1)", out(mask="past")),
-            ("your mask hides the past instead of the future: row i must keep columns j <= i "
-             "(fill where tril == 0, not where tril == 1)", out(mask="past-strict")),
-            ("your mask also hides the current token (the diagonal): row i must keep j <= i, "
-             "including j = i; use torch.tril(...) without a diagonal offset", out(mask="diagonal")),
-            ("no mask: every position attends to the future; fill the scores with -inf where "
-             "tril[:T, :T] == 0 before the softmax", out(mask="none")),
-            ("masking after the softmax: the rows no longer sum to one; fill the scores with -inf "
-             "first, then take the softmax", out(after=0.0)),
-            ("masking after the softmax: filling the weights with -inf makes inf and nan; fill the "
-             "scores with -inf first, then take the softmax", out(after=-math.inf)),
-            ("the future was filled with 0 instead of -inf: exp(0) = 1, so the future still gets "
-             "weight; use float('-inf') (or -1e9)", out(fill=0.0)),
-            ("softmax over the wrong axis: dim=-2 makes the columns sum to one; use dim=-1 (each "
-             "row, over the keys)", out(dim=-2)),
-            ("softmax over the wrong axis: dim=0 normalizes across the batch; use dim=-1 (each "
-             "row, over the keys)", out(dim=0)),
+            *[(message, out(**how)) for message, how in _MASK_AND_SOFTMAX_MISTAKES],
             ("averaging x instead of v: the output is weights @ v, the values, not weights @ x",
              out(values="x")),
             ("averaging k instead of v: the output is weights @ v, the values", out(values="k")),
@@ -528,28 +536,11 @@ def check_causal_weights(fn):
 
         def mistakes(scores=scores):
             w = functools.partial(_weights, scores)
-            hides_past = ("your mask hides the past instead of the future: row i must keep columns "
-                          "j <= i; fill the scores where tril == 0 (torch.tril), not where tril == 1")
             return [
                 ("your mask has a fixed size: build it from the input's own T, scores.shape[-1], "
                  "or slice a bigger one, tril[:T, :T]",
                  lambda got, T=scores.shape[-1]: got.dim() == 3 and got.shape[-1] == got.shape[-2] != T),
-                ("no mask: the weights above the diagonal are not 0, so every position sees the "
-                 "future; fill the scores with -inf where tril == 0 before the softmax", w(mask="none")),
-                (hides_past, w(mask="past")),
-                (hides_past, w(mask="past-strict")),
-                ("your mask also hides the current token (the diagonal): keep j <= i, including "
-                 "j = i; use torch.tril(...) without a diagonal offset", w(mask="diagonal")),
-                ("masking after the softmax: the rows no longer sum to one; fill the scores with "
-                 "-inf first, then take the softmax", w(after=0.0)),
-                ("masking after the softmax: the weights hold -inf; fill the scores with -inf first, "
-                 "then take the softmax", w(after=-math.inf)),
-                ("the future was filled with 0 instead of -inf: exp(0) = 1, so the future still gets "
-                 "weight; use float('-inf') (or -1e9)", w(fill=0.0)),
-                ("softmax over the wrong axis: dim=-2 makes the columns sum to one; use dim=-1 "
-                 "(each row, over the keys)", w(dim=-2)),
-                ("softmax over the wrong axis: dim=0 normalizes across the batch; use dim=-1 "
-                 "(each row, over the keys)", w(dim=0)),
+                *[(message, w(**how)) for message, how in _MASK_AND_SOFTMAX_MISTAKES],
             ]
 
         _compare(got, expected, "your weights", where, mistakes)
@@ -737,9 +728,7 @@ def check_sdpa_swap(fn):
 
         def sdpa_mistakes(mistakes=mistakes):
             return [
-                (m.replace("no mask: every position attends to the future; fill the scores with -inf "
-                           "where tril[:T, :T] == 0 before the softmax",
-                           "no mask: pass is_causal=True to F.scaled_dot_product_attention"), c)
+                ("no mask: pass is_causal=True to F.scaled_dot_product_attention" if m == _NO_MASK else m, c)
                 for m, c in mistakes()
             ]
 
