@@ -142,6 +142,21 @@ def normalize(nb: nbformat.NotebookNode, stem: str) -> None:
         if cell.cell_type != "code":
             cell.pop("outputs", None)
             cell.pop("execution_count", None)
+        else:
+            cell.outputs = merge_streams(cell.outputs)
+
+
+def merge_streams(outputs: list) -> list:
+    """Join consecutive stdout (or stderr) pieces: how a kernel splits a print into messages is timing."""
+    merged = []
+    for out in outputs:
+        prev = merged[-1] if merged else None
+        if (out.get("output_type") == "stream" and prev is not None
+                and prev.get("output_type") == "stream" and prev.get("name") == out.get("name")):
+            prev["text"] = prev["text"] + out["text"]
+        else:
+            merged.append(out)
+    return merged
 
 
 def execute(path: Path) -> None:
