@@ -1,12 +1,16 @@
 # Two commands for a fresh machine (see README):
 #   make book   install everything into .venv and build the book into _build/html
-#   make test   install, then run every test: unit tests, strict nbval over every chapter, ...
+#   make test   build the book, then run every test: package unit tests, strict nbval over every chapter,
+#               the student editions, browser tests of the built book, and the widget tests on ipywidgets 7.7.1
 PYTHON ?= python3.11
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+# Colab's ipywidgets 7.7.1, in an environment of its own
+VENV7  := .venv-ipyw7
+STAMP7 := $(VENV7)/.installed
 
-.PHONY: book test install outputs sync student clean
+.PHONY: book test test-ipywidgets7 install outputs sync student bench clean vendor browser-test
 
 install: $(STAMP)
 
@@ -16,14 +20,32 @@ $(STAMP): requirements.txt pyproject.toml
 	$(BIN)/python -m pip install --quiet -r requirements.txt
 	touch $(STAMP)
 
-book: install
+# self-hosted JS: `npm ci` from package-lock.json, then copy into book/_static/vendor/ (no npm: CDN fallback, with a notice)
+vendor: install
+	$(BIN)/python tools/vendor_js.py
+
+book: install vendor
 	$(BIN)/python tools/notebooks.py check
 	$(BIN)/jupyter-book build . -W -n --keep-going
 	@echo "the book is at $(CURDIR)/_build/html/index.html"
 
-test: install
-	$(BIN)/python tools/notebooks.py check
+test: book $(STAMP7)
 	$(BIN)/python -m pytest -n 2 --dist loadscope --nbval lessons tests
+	$(MAKE) --no-print-directory test-ipywidgets7
+
+$(STAMP7): tests/requirements-ipywidgets7.txt pyproject.toml
+	$(PYTHON) -m venv $(VENV7)
+	$(VENV7)/bin/python -m pip install --quiet --upgrade pip
+	$(VENV7)/bin/python -m pip install --quiet -r tests/requirements-ipywidgets7.txt
+	$(VENV7)/bin/python -m pip install --quiet --no-deps -e .
+	touch $(STAMP7)
+
+test-ipywidgets7: $(STAMP7)
+	$(VENV7)/bin/python -m pytest -q -W "ignore::DeprecationWarning" tests/test_explorers.py tests/test_plots.py tests/test_checks.py
+
+# the built book in headless Chromium only (needs `make book`)
+browser-test: install
+	$(BIN)/python -m pytest -n 2 --dist load tests/browser
 
 # maintainers: after editing a notebook or the package, regenerate the stored outputs and commit them
 outputs: install
@@ -35,6 +57,10 @@ sync: install
 # instructors: student/NN_slug.ipynb and a zip per chapter, solutions removed
 student: install
 	$(BIN)/python tools/student_edition.py
+
+# the explorers' speed: one update against a naive redraw, side by side in one run (figures in the README)
+bench: install
+	$(BIN)/python tools/bench_explorers.py
 
 clean:
 	rm -rf _build
