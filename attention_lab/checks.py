@@ -27,6 +27,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.overrides import TorchFunctionMode
 
+from attention_lab.reference import ReferenceHead
+
 __all__ = [
     "check_causal_average",
     "check_projection",
@@ -677,24 +679,6 @@ def check_weights_are_causal(weights):
             f"the first row of each is [1, 0, 0, ...]")
 
 
-class _ReferenceHead(nn.Module):
-    """One causal self-attention head, as in chapter 5 (the check's own, independent of the learner's)."""
-
-    def __init__(self, C, head_size, block_size):
-        super().__init__()
-        self.key = nn.Linear(C, head_size, bias=False)
-        self.query = nn.Linear(C, head_size, bias=False)
-        self.value = nn.Linear(C, head_size, bias=False)
-        self.register_buffer("tril", torch.tril(torch.ones(block_size, block_size)))
-
-    def forward(self, x):
-        T = x.shape[1]
-        k, q, v = self.key(x), self.query(x), self.value(x)
-        scores = q @ k.transpose(-2, -1) * k.shape[-1] ** -0.5
-        scores = scores.masked_fill(self.tril[:T, :T] == 0, float("-inf"))
-        return F.softmax(scores, dim=-1) @ v
-
-
 class _CountSDPA(TorchFunctionMode):
     """Counts calls to F.scaled_dot_product_attention, however the learner imported it."""
 
@@ -715,7 +699,7 @@ def check_sdpa_swap(fn):
     and ``head.value``.
     """
     C, hs, bs = 384, 16, 8
-    head = _ReferenceHead(C, hs, bs)
+    head = ReferenceHead(C, hs, bs)
     shapes = [(4, 8), (1, 1), (3, 5)]
     for B, T in shapes:
         x = torch.randn(B, T, C)

@@ -153,3 +153,11 @@ def test_every_coding_exercise_has_stub_solution_and_check(stem):
         assert "NotImplementedError" in cells[i].source
         after = [c for c in cells[i + 1:] if c.cell_type == "code" and "solution" not in c.metadata.get("tags", [])]
         assert after and "checks.check_" in after[0].source, f"{stem}: the stub at cell {i} is not followed by a check"
+
+
+@pytest.mark.parametrize("stem", CHAPTERS)
+def test_every_plotted_figure_has_alt_text_that_describes_it(stem):
+    for i, cell in enumerate(load(stem).cells):
+        if cell.cell_type == "code" and any("image/png" in o.get("data", {}) for o in cell.outputs):
+            alt = cell.metadata.get("mystnb", {}).get("image", {}).get("alt", "")
+            assert len(alt.split()) >= 12, f"{stem} cell {i}: a figure without alt text (metadata mystnb.image.alt)"

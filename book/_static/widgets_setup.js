@@ -1,5 +1,5 @@
 // Loaded after require.js and before the widget manager (html-manager's embed-amd.js), on pages with widgets.
-// Added by book/_ext/selfhosted_assets.py through myst-nb's nb_ipywidgets_js; not a bundle, just two fixes.
+// Added by book/_ext/selfhosted_assets.py through myst-nb's nb_ipywidgets_js; not a bundle, three small fixes.
 (function () {
   "use strict";
   var me = document.currentScript;
@@ -13,30 +13,7 @@
     window.require.config({ paths: { "@jupyter-widgets/html-manager/dist": folder } });
   }
 
-  // 2. ipywidgets 8.1 reads `description.length` when a widget has a tooltip, but Image has no description: the
-  //    view throws and the picture is lost (jupyter-widgets/ipywidgets PR 3921, unreleased). Guard that, and
-  //    give an Image its tooltip as alt text, the only per-image text ipywidgets 8 carries.
-  document.addEventListener("DOMContentLoaded", function () {
-    if (!window.require || !window.require.specified || !window.require.specified("@jupyter-widgets/base")) return;
-    window.require(["@jupyter-widgets/base"], function (base) {
-      var proto = base && base.DOMWidgetView && base.DOMWidgetView.prototype;
-      if (!proto || proto.__courseTooltipGuard) return;
-      var original = proto.updateTooltip;
-      proto.updateTooltip = function () {
-        if (typeof this.model.get("description") === "string") return original.apply(this, arguments);
-        var text = this.model.get("tooltip");
-        if (text) {
-          this.el.setAttribute("title", text);
-          if (this.el.tagName === "IMG") this.el.setAttribute("alt", text);
-        } else {
-          this.el.removeAttribute("title");
-        }
-      };
-      proto.__courseTooltipGuard = true;
-    });
-  });
-
-  // 3. ipywidgets draws a slider's description as a <label> that nothing points at, so the focusable handle
+  // 2. ipywidgets draws a slider's description as a <label> that nothing points at, so the focusable handle
   //    (role=slider) has no accessible name for a screen reader. Name each handle by its visible label.
   var labelled = 0;
   function nameSliders(root) {
@@ -53,7 +30,7 @@
     new MutationObserver(function () { nameSliders(document); }).observe(document.body, { childList: true, subtree: true });
   });
 
-  // 4. ipywidgets typesets labels with MathJax 2's `MathJax.Hub.Queue(["Typeset", MathJax.Hub, el])`; this book
+  // 3. ipywidgets typesets labels with MathJax 2's `MathJax.Hub.Queue(["Typeset", MathJax.Hub, el])`; this book
   //    loads MathJax 3, which has no Hub: the call throws and the widget view fails. Give MathJax 3 that call.
   //    Runs on `load` (after MathJax's own script, which replaces window.MathJax) and before the widget
   //    manager's `load` handler, registered later.

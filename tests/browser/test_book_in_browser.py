@@ -56,6 +56,18 @@ def test_math_and_widgets_render(visit, path):
     assert errors == 0, f"{path}: {errors} widget(s) failed to render (error placeholder shown)"
 
 
+@pytest.mark.parametrize("path", PAGES)
+def test_every_visible_image_says_what_it_shows(visit, path):
+    _require_built(path)
+    v = visit(path)
+    # a missing alt, an empty one, or one that is only a file name says nothing to a screen reader
+    bad = v.page.evaluate("""() => Array.from(document.querySelectorAll('img'))
+      .filter(i => i.checkVisibility() && i.getBoundingClientRect().width > 0)
+      .map(i => (i.getAttribute('alt') || '').trim())
+      .filter(a => a.length < 5 || /\\.(png|svg|jpe?g|gif)$/i.test(a) || a.startsWith('data:'))""")
+    assert bad == [], f"{path}: images without a description: {bad[:5]}"
+
+
 # the images of a widget area that a reader can see right now
 VISIBLE_IMAGES_JS = """root => Array.from(root.querySelectorAll('img'))
   .filter(i => i.checkVisibility() && i.getBoundingClientRect().width > 0).map(i => i.src)"""
