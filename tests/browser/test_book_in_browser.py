@@ -107,6 +107,20 @@ def test_static_explorers_answer_the_keyboard(visit, path):
                 ".widget-slider .widget-label").count() > h else f"slider {h + 1}"
             report.append(f"explorer {n} / {label!r}: picture changed = {after != before}")
             assert after and after != before, f"{path} explorer {n}: the picture did not change when {label!r} moved by keyboard"
+        # toggles (scaling on/off, mask on/off): reach the other button with the keyboard and press it
+        buttons = area.locator(".widget-toggle-buttons button")
+        for b in range(buttons.count()):
+            button = buttons.nth(b)
+            if not button.is_visible() or "mod-active" in (button.get_attribute("class") or ""):
+                continue
+            before = area.evaluate(VISIBLE_IMAGES_JS)
+            button.focus()
+            v.page.keyboard.press("Space")
+            v.page.wait_for_timeout(250)
+            after = area.evaluate(VISIBLE_IMAGES_JS)
+            label = button.inner_text().strip()
+            report.append(f"explorer {n} / toggle {label!r}: picture changed = {after != before}")
+            assert after and after != before, f"{path} explorer {n}: the picture did not change when {label!r} was pressed"
     print("\n" + "\n".join(report))
     assert report, f"{path}: explorers found but no visible slider to move"
 
