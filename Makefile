@@ -2,7 +2,8 @@
 #   make book   install everything into .venv and build the book into _build/html
 #   make test   build the book, then run every test: package unit tests, strict nbval over every chapter,
 #               the student editions, browser tests of the built book, and the widget tests on ipywidgets 7.7.1
-PYTHON ?= python3.11
+# Python 3.11 (the course pins torch==2.13.0 for it); python3 where no python3.11 is on the PATH
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
