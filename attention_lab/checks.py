@@ -24,7 +24,6 @@ import math
 
 import torch
 import torch.nn as nn
-import torch.nn.functional as F
 from torch.overrides import TorchFunctionMode
 
 from attention_lab.reference import ReferenceHead
@@ -385,8 +384,8 @@ def check_projection(fn):
                 return same_everywhere and offset.abs().max() > ATOL
 
             found = [
-                (f"adding a bias: your result is x @ layer.weight.T plus the same offset at every "
-                 f"position; attention projections have no bias (bias=False)", is_biased),
+                ("adding a bias: your result is x @ layer.weight.T plus the same offset at every "
+                 "position; attention projections have no bias (bias=False)", is_biased),
                 (f"x @ W without the transpose: nn.Linear stores its weight as (out, in) = "
                  f"{tuple(W.shape)}, so the projection is x @ layer.weight.T", None),
                 ("W @ x multiplies from the wrong side: the tokens are the rows of x, so the "

@@ -8,7 +8,6 @@ place a fork changes.
 import re
 import sys
 from html import unescape
-from pathlib import Path
 
 import pytest
 from conftest import HTML, ROOT, _missing
