@@ -5,15 +5,14 @@ outputs themselves are compared by strict nbval, and the built pages by tests/br
 """
 
 import re
-import sys
 from pathlib import Path
 
 import nbformat
 import pytest
 
+import notebooks as nbtool
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tools"))
-import notebooks as nbtool  # noqa: E402
 
 CHAPTERS = {
     "01_plain_causal_average": {"label": "ch-average", "figs": {1: "fig-loop-average", 2: "fig-matmul-average"}},

@@ -8,16 +8,15 @@ second run must not call pip at all.
 
 import shutil
 import subprocess
-import sys
 import sysconfig
 import venv
 from pathlib import Path
 
 import pytest
 
+import notebooks as nbtool
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tools"))
-import notebooks as nbtool  # noqa: E402
 
 
 def head_commit():

@@ -2,16 +2,15 @@
 
 import json
 import logging
-import sys
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 from sphinx.errors import ConfigError
 
+import selfhosted_assets as ext
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "book" / "_ext"))
-import selfhosted_assets as ext  # noqa: E402
 
 CDN = {"https://cdn.example/require.min.js": {"integrity": "x"},
        "https://cdn.example/html-manager@1/dist/embed-amd.js": {"data-jupyter-widgets-cdn": "y"}}

@@ -3,7 +3,6 @@ student edition run top to bottom with each check answering "not yet implemented
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import subprocess
 import sys
@@ -14,10 +13,9 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
+import student_edition
+
 ROOT = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location("student_edition", ROOT / "tools" / "student_edition.py")
-student_edition = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(student_edition)
 make_student_notebook = student_edition.make_student_notebook
 StudentEditionError = student_edition.StudentEditionError
 

@@ -11,6 +11,8 @@ book can show the explorers) and with metadata that does not depend on the machi
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
 import re
 import sys
 from pathlib import Path
@@ -21,6 +23,9 @@ ROOT = Path(__file__).resolve().parents[1]
 LESSONS = ROOT / "lessons"
 BOOTSTRAP_TAG = "bootstrap"
 KERNEL_TIMEOUT = 600
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+MODEL_REF = re.compile(r"IPY_MODEL_([0-9a-f]{32})")
 
 
 def repository() -> tuple[str, str]:
@@ -33,6 +38,19 @@ def repository() -> tuple[str, str]:
     if not fields.get("url"):
         raise SystemExit("_config.yml: `repository: url:` is empty; set it to your repository's URL")
     return fields["url"].rstrip("/"), fields.get("branch") or "main"
+
+
+def version() -> str:
+    """The course's version, from pyproject.toml: the package, the changelog and every link follow it."""
+    match = re.search(r'^version = "([^"]+)"', (ROOT / "pyproject.toml").read_text(), re.M)
+    if match is None:
+        raise SystemExit('pyproject.toml has no `version = "X.Y.Z"` line under [project]')
+    return match.group(1)
+
+
+def release_ref() -> str:
+    """The git tag of this version, ``vX.Y.Z``: what launch links open and the bootstrap cell installs."""
+    return f"v{version()}"
 
 
 def bootstrap_source() -> str:
@@ -144,6 +162,47 @@ def normalize(nb: nbformat.NotebookNode, stem: str) -> None:
             cell.pop("execution_count", None)
         else:
             cell.outputs = merge_streams(cell.outputs)
+    stable_widget_ids(nb, stem)
+
+
+def stable_widget_ids(nb: nbformat.NotebookNode, stem: str) -> None:
+    """Rename every widget model id (a random uuid4 per run) to one derived from the chapter and its place.
+
+    Models are numbered in a fixed walk: the displayed views in cell order, each followed depth first by
+    the models its state refers to (children, layouts, jslink ends), in the order its state names them;
+    then the models nothing refers to (jslinks), ordered by their content. So re-executing an unchanged
+    chapter writes byte-for-byte the same ids, and `git diff lessons/` shows only real changes.
+    """
+    state = nb.metadata.get("widgets", {}).get(WIDGET_STATE, {}).get("state")
+    if not state:
+        return
+    order: list[str] = []
+
+    def visit(model_id: str) -> None:
+        if model_id in state and model_id not in order:
+            order.append(model_id)
+            for ref in MODEL_REF.findall(json.dumps(state[model_id], sort_keys=True)):
+                visit(ref)
+
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            view = out.get("data", {}).get(WIDGET_VIEW)
+            if view:
+                visit(view["model_id"])
+    while len(order) < len(state):
+        known = {old: f"#{n}" for n, old in enumerate(order)}
+
+        def content(model_id: str) -> str:
+            text = json.dumps(state[model_id], sort_keys=True)
+            return MODEL_REF.sub(lambda m: "IPY_MODEL_" + known.get(m.group(1), "?"), text)
+
+        visit(min((m for m in state if m not in known), key=content))
+    new = {old: hashlib.md5(f"{stem}/{n}".encode()).hexdigest() for n, old in enumerate(order)}
+    text = json.dumps({"cells": nb.cells, "widgets": nb.metadata["widgets"]})
+    text = re.sub(r"[0-9a-f]{32}", lambda m: new.get(m.group(0), m.group(0)), text)
+    renamed = json.loads(text)
+    nb.cells = nbformat.from_dict(renamed["cells"])
+    nb.metadata["widgets"] = nbformat.from_dict(renamed["widgets"])
 
 
 def merge_streams(outputs: list) -> list:

@@ -6,14 +6,12 @@ place a fork changes.
 """
 
 import re
-import sys
 from html import unescape
 
 import pytest
 from conftest import HTML, ROOT, _missing
 
-sys.path.insert(0, str(ROOT / "tools"))
-import notebooks as nbtool  # noqa: E402
+import notebooks as nbtool
 
 CHAPTERS = sorted(p.stem for p in (ROOT / "lessons").glob("[0-9][0-9]_*.ipynb"))
 
