@@ -1,26 +1,53 @@
 """Self-checks for the exercises: each names the mistake it finds, in the learner's words.
 
-Every ``check_*`` function takes the learner's answer (a function, a class or a tensor), runs it on
-several seeded inputs (T = 1, T < block_size, B > 1, ...) and compares it with an independent
-reference. Then:
+Every ``check_*`` function takes the learner's answer (a function, a class, a head or a tensor), runs
+it on several seeded inputs (T = 1, T < block_size, B > 1, ...) and compares the result with an
+independent reference computed in float64. Which chapter uses which check:
 
-- a correct answer prints one line, ``✓ check_...: ... passed (tested ...)``, and returns None;
-- a wrong answer raises ``AssertionError`` whose message names the mistake (the checks rebuild the
-  wrong answers learners really write, from the learner's own weights, and see which one matches)
-  and gives expected vs got;
-- a stub that raises ``NotImplementedError`` prints one kind line, ``✗ not yet implemented: ...``,
-  and raises nothing, so the student edition runs top to bottom;
-- any other exception from the learner's code becomes an ``AssertionError`` saying which of their
-  functions raised what, for which inputs.
+- chapter 1: :func:`check_causal_average` (any right answer) and :func:`check_cumsum_average` (the
+  running mean written with ``torch.cumsum``);
+- chapter 2: :func:`check_projection`;
+- chapter 3: :func:`check_scaled_scores`, :func:`check_softmax`;
+- chapter 4: :func:`check_causal_weights`, :func:`check_padding_mask`;
+- chapter 5: :func:`check_head`, :func:`check_weights_are_causal`, :func:`check_real_batch_weights`,
+  :func:`check_sdpa_swap`, :func:`check_multihead_sdpa`;
+- chapter 6: :func:`check_previous_token_head`.
 
-The checks draw their random inputs inside ``torch.random.fork_rng``: calling one does not change
-the notebook's random stream. Importing this module has no side effects.
+Two modes. In learner mode, the default, a check prints one line and returns None:
+
+- a right answer prints ``✓ check_... passed: ... (tested ...)``;
+- a stub that raises ``NotImplementedError``, or ``None`` in place of the answer, prints the kind line
+  ``✗ not yet implemented: fill in `name` above, then run this cell again.`` and raises nothing, so the
+  student edition runs top to bottom;
+- None, not True or False, because every chapter calls a check as the last line of its cell, and
+  Jupyter would echo any other value (``True``) under the printed line and into the stored outputs.
+
+With ``strict=True`` (for graders) a pass prints nothing and returns True; a stub, a None or a wrong
+answer raises. Graders call the checks on :func:`fresh`, a copy of this module read again from its
+file, so that a learner's ``checks.check_head = ...`` in the notebook changes nothing.
+
+In both modes a wrong answer raises :class:`CheckFailed`, an ``AssertionError``. Its message names the
+mistake (the checks rebuild the wrong answers learners really write, from the learner's own inputs and
+weights, and see which one matches) and gives expected vs got; its ``mistake`` attribute is the id of
+that message in :data:`MISTAKES`. An exception in the learner's code becomes a ``CheckFailed`` that
+says which function raised what, for which inputs, with a hint when the torch call that failed (each
+call is watched through a ``TorchFunctionMode``) points to a mistake, whatever way the code was written.
+
+The checks draw their random inputs inside ``torch.random.fork_rng``: calling one does not change the
+notebook's random stream. Importing this module has no side effects.
 """
 
 from __future__ import annotations
 
+import collections
 import functools
+import importlib.util
+import inspect
+import itertools
 import math
+from collections.abc import Callable
+from types import SimpleNamespace
+from typing import NamedTuple
 
 import torch
 import torch.nn as nn
@@ -30,13 +57,21 @@ from attention_lab.reference import ReferenceHead
 
 __all__ = [
     "check_causal_average",
+    "check_cumsum_average",
     "check_projection",
     "check_scaled_scores",
     "check_softmax",
     "check_causal_weights",
+    "check_padding_mask",
     "check_head",
     "check_weights_are_causal",
+    "check_real_batch_weights",
     "check_sdpa_swap",
+    "check_multihead_sdpa",
+    "check_previous_token_head",
+    "CheckFailed",
+    "MISTAKES",
+    "fresh",
 ]
 
 # the learner computes in float32, the references in float64: these absorb float32 rounding and
@@ -47,7 +82,105 @@ SEED = 1337
 
 
 # ---------------------------------------------------------------------------------------------
-# shared machinery
+# the messages, and how a check reaches one
+
+MISTAKES: dict[str, str] = {}
+"""Every message a check can give, by id (``"table/slug"``).
+
+Each is a ``str.format`` template, filled from the case being tested (its sizes) and from what the
+mistake's match found. The tests make every one of them fire.
+"""
+
+
+class CheckFailed(AssertionError):
+    """A check's verdict on a wrong answer; ``mistake`` is the id of its message in :data:`MISTAKES`."""
+
+    def __init__(self, message: str, mistake: str):
+        super().__init__(message)
+        self.mistake = mistake
+
+
+class _Mistake(NamedTuple):
+    id: str
+    message: str
+    # (case, answer) -> dict of extra message fields when the answer shows this mistake, else None;
+    # the answer is the learner's tensor, or a failure (exception, failed call) for a hint
+    match: Callable | None
+
+
+def _table(*rows) -> tuple[_Mistake, ...]:
+    """Register rows ``(id, message, match)`` in MISTAKES and return them, in order, as one table."""
+    table = tuple(_Mistake(*row) for row in rows)
+    for row in table:
+        if MISTAKES.setdefault(row.id, row.message) != row.message:
+            raise ValueError(f"two messages share the id {row.id!r}")
+    return table
+
+
+def _fill(message: str, *fields) -> str:
+    merged = {}
+    for f in fields:
+        merged.update(f)
+    return message.format_map(merged)
+
+
+def _fail(mistake: str, *, details: str = "", cause: BaseException | None = None, **fields):
+    """Raise the message ``mistake`` of MISTAKES, filled with ``fields``."""
+    __tracebackhide__ = True
+    raise CheckFailed(_fill(MISTAKES[mistake], fields) + details, mistake) from cause
+
+
+def _first(table, case, answer):
+    """The first row of ``table`` whose match accepts ``answer``, with its fields; else (None, None)."""
+    for row in table:
+        if row.match is None:  # a message the check raises itself, after the comparison
+            continue
+        found = row.match(case, answer)
+        if found is not None:
+            return row, found
+    return None, None
+
+
+def _gives(build):
+    """A match for a mistake whose result ``build(case)`` rebuilds (nan = any value; None = cannot happen here)."""
+
+    def match(case, got):
+        candidate = build(case)
+        return {} if candidate is not None and _matches(got, candidate) else None
+
+    return match
+
+
+def _built(*hows):
+    """A match for a head mistake: ``case.build(**how)`` rebuilds it from the case's own head(s).
+
+    Each ``how`` is a dict of keyword arguments of :func:`_head_output` (or a function of the case
+    returning one); ``case.build`` returns None for a mistake that cannot happen in that check.
+    """
+
+    def match(case, got):
+        for how in hows:
+            candidate = case.build(**(how(case) if callable(how) else how))
+            if candidate is not None and _matches(got, candidate):
+                return {}
+        return None
+
+    return match
+
+
+_GENERAL = _table(
+    ("general/not-implemented", "not yet implemented: fill in `{name}`", None),
+    ("general/raised", "your `{name}` raised {error}: {exc}\n  while being called with {inputs}", None),
+    ("general/not-a-tensor", "expected {what} to be a torch tensor of shape {shape}; got a {type} ({where}). "
+     "Did you forget to `return` it?", None),
+    ("general/wrong-shape", "wrong shape for {what} ({where}): expected {shape}, got {got_shape}", None),
+    ("general/not-finite", "nan or inf in {what} ({where}), where the reference has none.", None),
+    ("general/differ", "{what} and the reference differ ({where}).", None),
+)
+
+
+# ---------------------------------------------------------------------------------------------
+# running the learner's code
 
 
 class _NotYetImplemented(Exception):
@@ -59,62 +192,142 @@ class _NotYetImplemented(Exception):
 
 
 def _check(func):
-    """Run a check body: print its one-line summary, or the kind stub line; keep the RNG untouched."""
+    """Make ``func`` a check: seed it, keep the notebook's RNG untouched, and add ``strict``.
+
+    Learner mode prints the one-line summary ``func`` returns (or the kind stub line) and returns
+    None; strict mode prints nothing, returns True on a pass and raises on a stub.
+    """
+    signature = inspect.signature(func)
+    answer_name = next(iter(signature.parameters))
 
     @functools.wraps(func)
-    def wrapper(*args, **kwargs):
+    def wrapper(*args, strict=False, **kwargs):
         __tracebackhide__ = True  # IPython and pytest hide this frame from the learner's traceback
         try:
+            if args and args[0] is None:
+                raise _NotYetImplemented(answer_name)
             with torch.random.fork_rng(devices=[]):
                 torch.manual_seed(SEED)
                 summary = func(*args, **kwargs)
         except _NotYetImplemented as stub:
+            if strict:
+                _fail("general/not-implemented", name=stub.name)
             print(f"✗ not yet implemented: fill in `{stub.name}` above, then run this cell again.")
             return None
+        if strict:
+            return True
         print(f"✓ {func.__name__} passed: {summary}")
         return None
 
+    strict = inspect.Parameter("strict", inspect.Parameter.KEYWORD_ONLY, default=False)
+    wrapper.__signature__ = signature.replace(parameters=[*signature.parameters.values(), strict])
     return wrapper
+
+
+def fresh():
+    """A newly loaded copy of this module, executed again from its own file (not from ``sys.modules``).
+
+    For graders: ``checks = fresh(); checks.check_head(MyHead, strict=True)``. A learner who
+    redefines ``checks.check_head`` (or anything else in this module) in the notebook changes only the
+    imported module, never the copy. The copy is not registered in ``sys.modules``.
+    """
+    spec = importlib.util.spec_from_file_location("attention_lab._fresh_checks", __file__)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def _name(obj) -> str:
     return getattr(obj, "__name__", None) or type(obj).__name__
 
 
+def _fmt(shape) -> str:
+    sizes = [str(int(n)) for n in shape]
+    return "(" + ", ".join(sizes) + ("," if len(sizes) == 1 else "") + ")"
+
+
 def _shape(t) -> str:
-    return "(" + ", ".join(str(n) for n in t.shape) + ")"
+    return _fmt(t.shape)
 
 
-def _try(fn, *args):
-    """Call the learner's code; return (result, None) or (None, exception). A stub stops the check."""
+class _Call(NamedTuple):
+    name: str
+    tensors: tuple  # its tensor arguments, in order
+
+
+class _Watch(TorchFunctionMode):
+    """Sees every torch call the learner's code makes, however it was written (``x / y``, ``torch.div``,
+    ``x.div``): counts them by name, remembers the first that raised, the number of axes of each
+    ``scaled_dot_product_attention`` query, and the first ``.T`` taken of a tensor with 3 or more axes.
+    """
+
+    def __init__(self):
+        super().__init__()
+        self.calls = collections.Counter()
+        self.sdpa_axes = []
+        self.reversed = None
+        self.failed = None
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        name = getattr(func, "__name__", "")
+        if name == "__get__":  # a property, such as x.T or x.shape
+            name = getattr(getattr(func, "__self__", None), "__name__", name)
+        self.calls[name] += 1
+        values = (*args, *kwargs.values())
+        tensors = tuple(a for a in values if isinstance(a, torch.Tensor))
+        if name == "T" and tensors and tensors[0].dim() > 2 and self.reversed is None:
+            self.reversed = tuple(tensors[0].shape)
+        if name == "scaled_dot_product_attention" and tensors:
+            self.sdpa_axes.append(tensors[0].dim())
+        try:
+            return func(*args, **kwargs)
+        except Exception:
+            if self.failed is None:
+                self.failed = _Call(name, tensors)
+            raise
+
+
+def _run(fn, *args):
+    """Call the learner's ``fn(*args)`` under a _Watch: (result, exception or None, watch). A stub stops the check."""
+    watch = _Watch()
     try:
-        return fn(*args), None
+        with watch:
+            return fn(*args), None, watch
     except NotImplementedError:
         raise _NotYetImplemented(_name(fn)) from None
-    except Exception as exc:  # noqa: BLE001 - any error in the learner's code is reported below
-        return None, exc
+    except Exception as exc:  # noqa: BLE001 - any error in the learner's code is reported by _raise_from
+        return None, exc, watch
 
 
-def _raise_from(exc: Exception, name: str, inputs: str, hint=None):
+def _raise_from(exc: Exception, watch: _Watch, name: str, inputs: str, case, hints) -> None:
+    """Say which of the learner's functions raised what, for which inputs, and the first hint that fits."""
     __tracebackhide__ = True
-    message = f"your `{name}` raised {type(exc).__name__}: {exc}\n  while being called with {inputs}"
-    extra = hint(exc) if hint is not None else None
-    if extra:
-        message += f"\n  hint: {extra}"
-    raise AssertionError(message) from exc
+    failure = SimpleNamespace(exc=exc, call=watch.failed, watch=watch)
+    row, found = _first(hints, case, failure)
+    fields = dict(name=name, error=type(exc).__name__, exc=exc, inputs=inputs)
+    if row is None:
+        _fail("general/raised", cause=exc, **fields)
+    message = _fill(MISTAKES["general/raised"], fields) + "\n  hint: " + _fill(row.message, vars(case), found)
+    raise CheckFailed(message, row.id) from exc
 
 
-def _call(fn, *args, inputs: str, hint=None, name: str | None = None):
-    """Call the learner's ``fn(*args)``; turn a stub into the kind line and any error into a clear one.
+def _call(fn, *args, inputs: str, case=None, hints=None, name: str | None = None):
+    """Call the learner's ``fn(*args)``: (result, watch). A stub becomes the kind line, an error a clear one.
 
-    ``inputs`` describes the arguments in the learner's words ("x of shape (4, 8, 384)");
-    ``hint(exc)`` may return a sentence naming the likely mistake behind that exception.
+    ``inputs`` describes the arguments in the learner's words ("x of shape (4, 8, 384)"); ``hints`` is
+    a table whose rows match the failure (exception and failed torch call) of a known mistake.
     """
     __tracebackhide__ = True
-    result, exc = _try(fn, *args)
+    result, exc, watch = _run(fn, *args)
     if exc is not None:
-        _raise_from(exc, name or _name(fn), inputs, hint)
-    return result
+        _raise_from(exc, watch, name or _name(fn), inputs, case or SimpleNamespace(),
+                    _HINTS if hints is None else hints)
+    return result, watch
+
+
+# ---------------------------------------------------------------------------------------------
+# comparing an answer with the reference
 
 
 def _matches(got, candidate) -> bool:
@@ -157,33 +370,28 @@ def _expected_vs_got(got: torch.Tensor, expected: torch.Tensor) -> str:
     )
 
 
-def _compare(got, expected: torch.Tensor, what: str, where: str, mistakes=None) -> None:
-    """Return quietly if ``got`` matches ``expected``; else raise an AssertionError naming the mistake.
+def _compare(got, expected: torch.Tensor, *, what: str, where: str, case=None, table=()) -> None:
+    """Return quietly if ``got`` matches ``expected``; else raise CheckFailed naming the mistake.
 
-    ``mistakes()`` returns ``[(message, candidate), ...]``: a candidate is the tensor that mistake
-    would produce (nan = any value) or a predicate ``candidate(got) -> bool``. The first that
-    matches names the mistake (a message may be a function of ``got``); if none does, the message is a generic expected vs got.
+    The first row of ``table`` whose match accepts ``got`` names the mistake; if none does, the
+    message is a generic expected vs got.
     """
     __tracebackhide__ = True
+    fields = dict(what=what, where=where, shape=_shape(expected))
     if not isinstance(got, torch.Tensor):
-        raise AssertionError(
-            f"expected {what} to be a torch tensor of shape {_shape(expected)}; got a {type(got).__name__} "
-            f"({where}). Did you forget to `return` it?"
-        )
+        _fail("general/not-a-tensor", type=type(got).__name__, **fields)
     if _matches(got, expected):
         return
-    for message, candidate in mistakes() if mistakes is not None else []:
-        hit = candidate(got) if callable(candidate) else _matches(got, candidate)
-        if hit:
-            message = message(got) if callable(message) else message
-            raise AssertionError(f"{message}\n  ({what}, {where})\n  {_expected_vs_got(got, expected)}")
+    details = "\n  " + _expected_vs_got(got, expected)
+    row, found = _first(table, case, got)
+    if row is not None:
+        message = _fill(row.message, vars(case), found)
+        raise CheckFailed(f"{message}\n  ({what}, {where}){details}", row.id)
     if tuple(got.shape) != tuple(expected.shape):
-        raise AssertionError(f"wrong shape for {what} ({where}): expected {_shape(expected)}, got {_shape(got)}")
+        _fail("general/wrong-shape", got_shape=_shape(got), **fields)
     if not torch.isfinite(got).all():
-        raise AssertionError(
-            f"nan or inf in {what} ({where}), where the reference has none.\n  {_expected_vs_got(got, expected)}"
-        )
-    raise AssertionError(f"{what} and the reference differ ({where}).\n  {_expected_vs_got(got, expected)}")
+        _fail("general/not-finite", details=details, **fields)
+    _fail("general/differ", details=details, **fields)
 
 
 def _tested(name: str, values) -> str:
@@ -191,7 +399,72 @@ def _tested(name: str, values) -> str:
 
 
 # ---------------------------------------------------------------------------------------------
-# references, in float64, and the wrong answers learners write
+# hints: what a failed torch call says about the mistake behind it
+
+_ELEMENTWISE = {"div", "true_divide", "divide", "sub", "subtract", "rsub", "add", "mul", "multiply",
+                "__truediv__", "__rtruediv__", "__sub__", "__rsub__", "__add__", "__radd__", "__mul__"}
+_MASKING = {"masked_fill", "masked_fill_", "where"}
+
+
+def _reversed_axes(case, failure):
+    shape = failure.watch.reversed
+    if shape is None:
+        return None
+    return dict(n=len(shape), before=_fmt(shape), after=_fmt(shape[::-1]))
+
+
+def _lost_axis(case, failure):
+    call = failure.call
+    if call is None or call.name not in _ELEMENTWISE or len(call.tensors) < 2:
+        return None
+    small, big = sorted((tuple(t.shape) for t in call.tensors[:2]), key=len)
+    if len(big) == len(small) + 1 and any(big[:i] + big[i + 1:] == small for i in range(len(big))):
+        return dict(small=_fmt(small), big=_fmt(big))
+    return None
+
+
+def _non_bool_mask(case, failure):
+    call = failure.call
+    if call is None:
+        return None
+    if call.name in ("__invert__", "bitwise_not") and call.tensors and call.tensors[0].dtype != torch.bool:
+        return {}
+    position = {"masked_fill": 1, "masked_fill_": 1, "where": 0}.get(call.name)
+    if position is not None and len(call.tensors) > position and call.tensors[position].dtype != torch.bool:
+        return {}
+    return None
+
+
+def _mask_size(case, failure):
+    call = failure.call
+    if call is None or call.name not in _MASKING | _ELEMENTWISE:
+        return None
+    grids = [t for t in call.tensors if t.dim() == 3 and t.shape[-1] == t.shape[-2]]
+    masks = [t for t in call.tensors if t.dim() == 2 and t.shape[0] == t.shape[1]]
+    if grids and masks and masks[0].shape[-1] != grids[0].shape[-1]:
+        return dict(mask=_shape(masks[0]), grid=_shape(grids[0]), n=grids[0].shape[-1])
+    return None
+
+
+_HINTS = _table(
+    ("hint/T-on-3d", ".T reverses every axis of a {n}-D tensor: it turned {before} into {after}; to swap "
+     "only the last two axes, write .transpose(-2, -1) (or .mT)", _reversed_axes),
+    ("hint/keepdim", "a tensor of shape {small} met one of shape {big}: a sum (or max) over one axis "
+     "without keepdim=True drops that axis, so the result no longer lines up with the rows; keep it, "
+     "e.g. e.sum(dim=-1, keepdim=True)", _lost_axis),
+    ("hint/max-values", "x.max(dim) returns two tensors, (values, indices): take the values, "
+     "z.max(dim=-1, keepdim=True).values",
+     lambda case, failure: {} if "return_types" in str(failure.exc) else None),
+    ("hint/bool-mask", "the mask must be boolean: masked_fill and torch.where take True where to "
+     "fill, and ~ works on booleans only; compare to get one, e.g. tril[:T, :T] == 0", _non_bool_mask),
+    ("hint/mask-size", "your mask is {mask} but the scores are {grid}: build the mask from the input's "
+     "own length, T = {n} (scores.shape[-1], or x.shape[1] in a head), or slice a bigger one, "
+     "tril[:T, :T]", _mask_size),
+)
+
+
+# ---------------------------------------------------------------------------------------------
+# references, in float64, and the keyword arguments that rebuild the usual mistakes
 
 
 def _keep(T: int, kind: str = "future") -> torch.Tensor:
@@ -210,196 +483,277 @@ def _softmax(z: torch.Tensor, dim: int = -1) -> torch.Tensor:
     return torch.softmax(z.to(torch.float64), dim=dim)
 
 
-def _weights(scores, mask="future", fill=-math.inf, dim=-1, after=None) -> torch.Tensor:
+def _weights(scores, mask="future", fill=-math.inf, dim=-1, after=None, bias=False) -> torch.Tensor:
     """Attention weights from scores; the keyword arguments rebuild the usual mistakes.
 
-    ``after`` = 0 or -inf: softmax first, then fill the future with that value (masking after softmax).
+    ``after``: softmax first, then fill the future with that value (masking after the softmax);
+    ``bias``: add the 0/1 float tril to the scores, as a float ``attn_mask`` of SDPA does.
     """
     scores = scores.to(torch.float64)
-    keep = _keep(scores.shape[-1], mask)
+    T = scores.shape[-1]
+    keep = _keep(T, mask)
+    if bias:
+        scores = scores + _keep(T).to(torch.float64)
     if after is not None:
         return _softmax(scores, dim).masked_fill(~keep, after)
     return _softmax(scores.masked_fill(~keep, fill), dim)
 
 
 def _project(x: torch.Tensor, layer: nn.Linear) -> torch.Tensor:
-    return x.to(torch.float64) @ layer.weight.detach().to(torch.float64).T
+    out = x.detach().to(torch.float64) @ layer.weight.detach().to(torch.float64).T
+    if layer.bias is not None:
+        out = out + layer.bias.detach().to(torch.float64)
+    return out
 
 
-# mistakes in the mask and the softmax, shared by check_causal_weights and check_head: each is the message
-# and the keyword arguments of _weights that rebuild what the mistake computes
-_HIDES_PAST = ("your mask hides the past instead of the future: row i must keep columns j <= i; fill the "
-               "scores where tril == 0 (torch.tril), not where tril == 1")
-_NO_MASK = ("no mask: the weights above the diagonal are not 0, so every position sees the future; fill the "
-            "scores with -inf where tril[:T, :T] == 0 before the softmax")
-_MASK_AND_SOFTMAX_MISTAKES = [
-    (_HIDES_PAST, dict(mask="past")),
-    (_HIDES_PAST, dict(mask="past-strict")),
-    ("your mask also hides the current token (the diagonal): row i must keep j <= i, including j = i; "
-     "use torch.tril(...) without a diagonal offset", dict(mask="diagonal")),
-    (_NO_MASK, dict(mask="none")),
-    ("masking after the softmax: the rows no longer sum to one; fill the scores with -inf first, then "
-     "take the softmax", dict(after=0.0)),
-    ("masking after the softmax: filling the weights with -inf makes inf and nan; fill the scores with "
-     "-inf first, then take the softmax", dict(after=-math.inf)),
-    ("the future was filled with 0 instead of -inf: exp(0) = 1, so the future still gets weight; use "
-     "float('-inf') (or -1e9)", dict(fill=0.0)),
-    ("softmax over the wrong axis: dim=-2 makes the columns sum to one; use dim=-1 (each row, over the "
-     "keys)", dict(dim=-2)),
-    ("softmax over the wrong axis: dim=0 normalizes across the batch; use dim=-1 (each row, over the "
-     "keys)", dict(dim=0)),
-]
+class _Projected:
+    """A head's k, q and v for one input x, in float64, each computed once however many mistakes use it."""
+
+    def __init__(self, head: nn.Module, x: torch.Tensor):
+        self.head = head
+        self.x = x.detach().to(torch.float64)
+
+    @functools.cached_property
+    def k(self):
+        return _project(self.x, self.head.key)
+
+    @functools.cached_property
+    def q(self):
+        return _project(self.x, self.head.query)
+
+    @functools.cached_property
+    def v(self):
+        return _project(self.x, self.head.value)
 
 
-def _reference_head_output(head: nn.Module, x: torch.Tensor, *, scale=None, swap=False, values="v", **kw):
-    """What a head with ``head``'s own key/query/value weights returns for ``x``, in float64.
+def _head_weights(p: _Projected, *, scale=None, swap=False, **weights_kw) -> torch.Tensor:
+    """The (B, T, T) weights a head computes from its own projections ``p``, in float64.
 
-    Defaults give the right answer; ``scale``, ``swap`` (scores = k @ qᵀ), ``values`` ("v", "x",
-    "k", "q") and the keyword arguments of :func:`_weights` rebuild the mistakes.
+    Defaults give the right answer; ``scale``, ``swap`` (scores = k @ qᵀ) and the keyword arguments
+    of :func:`_weights` rebuild the mistakes.
     """
-    k, q, v = (_project(x, getattr(head, name)) for name in ("key", "query", "value"))
     if scale is None:
-        scale = q.shape[-1] ** -0.5
-    scores = (k @ q.transpose(-2, -1) if swap else q @ k.transpose(-2, -1)) * scale
-    averaged = {"v": v, "x": x.to(torch.float64), "k": k, "q": q}[values]
-    return _weights(scores, **kw) @ averaged
+        scale = p.q.shape[-1] ** -0.5
+    return _weights((p.k @ p.q.mT if swap else p.q @ p.k.mT) * scale, **weights_kw)
 
 
-def _head_mistakes(head: nn.Module, x: torch.Tensor, C: int):
-    """Named wrong answers for a head, rebuilt from its own weights (used by check_head and check_sdpa_swap)."""
-
-    def mistakes():
-        hs = head.key.weight.shape[0]
-        out = functools.partial(_reference_head_output, head, x)
-        return [
-            (f"no 1/√d_k scaling: divide the scores by √d_k = √{hs} (d_k is the head size, k.shape[-1])",
-             out(scale=1.0)),
-            (f"dividing by d_k: you divided the scores by d_k = {hs}; divide by its square root, √d_k",
-             out(scale=1 / hs)),
-            (f"scaling by √C: you divided the scores by √C = √{C}, the model width; the scale is "
-             f"1/√d_k with d_k = head_size = {hs}", out(scale=C**-0.5)),
-            (f"multiplying by √d_k: divide the scores by √d_k = √{hs}, don't multiply", out(scale=hs**0.5)),
-            *[(message, out(**how)) for message, how in _MASK_AND_SOFTMAX_MISTAKES],
-            ("averaging x instead of v: the output is weights @ v, the values, not weights @ x",
-             out(values="x")),
-            ("averaging k instead of v: the output is weights @ v, the values", out(values="k")),
-            ("averaging q instead of v: the output is weights @ v, the values", out(values="q")),
-            ("q and k swapped: scores = k @ qᵀ transposes the weights; row i must be query i "
-             "against every key: q @ k.transpose(-2, -1)", out(swap=True)),
-        ]
-
-    return mistakes
+def _head_output(p: _Projected, *, values="v", **kw) -> torch.Tensor:
+    """What the head returns, from its own projections ``p``; ``values`` ("v", "x", "k", "q") rebuilds
+    averaging the wrong tensor, the rest is passed to :func:`_head_weights`."""
+    return _head_weights(p, **kw) @ getattr(p, values)
 
 
-def _fixed_size_hint(exc: Exception) -> str | None:
-    if "must match the size" in str(exc) or "shape" in str(exc):
-        return ("the mask must fit the input's length: build it from the input's own T "
-                "(e.g. scores.shape[-1]) or slice a bigger one, tril[:T, :T]")
+# the sizes the lesson fixes (head_size, C, the real batch's C, block_size): a scale written with one of
+# them works for that head only
+_LESSON_SIZES = (16, 384, 32, 8)
+
+
+def _fixed_scale(case, got):
+    for n in _LESSON_SIZES:
+        if n not in (case.hs, case.C):
+            candidate = case.build(scale=n ** -0.5)
+            if candidate is not None and _matches(got, candidate):
+                return dict(n=n)
     return None
+
+
+# mistakes in the mask and the softmax, shared by every check that masks: the keyword arguments rebuild them
+_MASK_ROWS = _table(
+    ("mask/hides-past", "your mask hides the past instead of the future: row i must keep columns j <= i; "
+     "fill the scores where tril == 0 (torch.tril), not where tril == 1",
+     _built(dict(mask="past"), dict(mask="past-strict"))),
+    ("mask/hides-diagonal", "your mask also hides the current token (the diagonal): row i must keep j <= i, "
+     "including j = i; use torch.tril(...) without a diagonal offset", _built(dict(mask="diagonal"))),
+    ("mask/none", "no mask: the weights above the diagonal are not 0, so every position sees the future; "
+     "fill the scores with -inf where tril[:T, :T] == 0 before the softmax", _built(dict(mask="none"))),
+    ("mask/after-softmax", "masking after the softmax: the softmax had already spread each row over every "
+     "key, so overwriting the future afterwards leaves rows that don't sum to one (or inf and nan, with "
+     "-inf); fill the scores with -inf first, then take the softmax",
+     _built(dict(after=0.0), dict(after=-math.inf), dict(after=-1e9))),
+    ("mask/fill-zero", "the future was filled with 0 instead of -inf: exp(0) = 1, so the future still gets "
+     "weight; use float('-inf') (or -1e9)", _built(dict(fill=0.0))),
+    ("mask/softmax-columns", "softmax over the wrong axis: dim=-2 makes the columns sum to one; use dim=-1 "
+     "(each row, over the keys)", _built(dict(dim=-2))),
+    ("mask/softmax-batch", "softmax over the wrong axis: dim=0 normalizes across the batch; use dim=-1 "
+     "(each row, over the keys)", _built(dict(dim=0))),
+)
+
+# a head's mistakes, rebuilt from its own weights (check_head, check_sdpa_swap, check_real_batch_weights,
+# check_multihead_sdpa); case.hs is the head size, case.C the model width
+_HEAD_ROWS = _table(
+    ("head/no-scale", "no 1/√d_k scaling: divide the scores by √d_k = √{hs} (d_k is the head size, "
+     "k.shape[-1])", _built(dict(scale=1.0))),
+    ("head/divide-dk", "dividing by d_k: you divided the scores by d_k = {hs}; divide by its square root, "
+     "√d_k", _built(lambda c: dict(scale=1 / c.hs))),
+    ("head/sqrt-C", "scaling by √C: you divided the scores by √C = √{C}, the model width; the scale is "
+     "1/√d_k with d_k = head_size = {hs}", _built(lambda c: dict(scale=c.C ** -0.5))),
+    ("head/multiply", "multiplying by √d_k: divide the scores by √d_k = √{hs}, don't multiply",
+     _built(lambda c: dict(scale=c.hs ** 0.5))),
+    ("head/fixed-scale", "your scale is a fixed number, 1/√{n}: it fits one head size only; this head's "
+     "d_k is {hs}, so take it from the tensors, k.shape[-1]", _fixed_scale),
+    *_MASK_ROWS,
+    ("head/averages-x", "averaging x instead of v: the output is weights @ v, the values, not weights @ x",
+     _built(dict(values="x"))),
+    ("head/averages-k", "averaging k instead of v: the output is weights @ v, the values",
+     _built(dict(values="k"))),
+    ("head/averages-q", "averaging q instead of v: the output is weights @ v, the values",
+     _built(dict(values="q"))),
+    ("head/qk-swapped", "q and k swapped: scores = k @ qᵀ transposes the weights; row i must be query i "
+     "against every key: q @ k.transpose(-2, -1)", _built(dict(swap=True))),
+)
 
 
 # ---------------------------------------------------------------------------------------------
 # chapter 1
 
 
-@_check
-def check_causal_average(fn):
-    """Chapter 1: ``fn(x)`` maps a (B, T, C) tensor to its causal running mean.
+def _row_mean(w: torch.Tensor) -> torch.Tensor:
+    return w / w.sum(1, keepdim=True)
 
-    Position t of the result is the mean of positions 0..t of ``x``, for every batch element.
-    """
+
+def _cumsum_axis(case, got):
+    for dim, axis in ((0, "the batch"), (2, "the channels")):
+        if _matches(got, case.x.cumsum(dim) / case.counts):
+            return dict(dim=dim, axis=axis)
+    return None
+
+
+def _counts_axis(case, failure):
+    call = failure.call
+    if call is None or call.name not in _ELEMENTWISE:
+        return None
+    for t in call.tensors:
+        if t.dim() < 3 and t.shape[-1] == case.T and tuple(t.shape) != (case.T, 1):
+            return dict(counts=_shape(t))
+    return None
+
+
+_AVERAGE_ROWS = _table(
+    ("average/future-mean", "your causal average includes the future: position t must average positions "
+     "0..t only (a lower-triangular torch.tril), not the whole sequence",
+     _gives(lambda c: c.x.mean(1, keepdim=True).expand_as(c.x))),
+    ("average/future-triu", "your causal average includes the future: it averages positions t..T-1 "
+     "(torch.triu); position t must average positions 0..t (torch.tril)",
+     _gives(lambda c: _row_mean(c.ones.triu()) @ c.x)),
+    ("average/no-current", "your causal average leaves out the current token: position t must average "
+     "0..t, including t itself (x[b, : t + 1], or torch.tril without a diagonal offset)",
+     _gives(lambda c: _row_mean(c.ones.tril(-1)) @ c.x)),
+    ("average/sum", "you summed instead of averaging: divide position t by t + 1, the number of tokens "
+     "it averages (normalize each row of the tril matrix)", _gives(lambda c: c.x.cumsum(1))),
+    ("average/divide-by-T", "you divided every position by T: position t averages t + 1 tokens, so divide "
+     "by the running count t + 1 (torch.arange(1, T + 1)), not by T = {T}",
+     _gives(lambda c: c.x.cumsum(1) / c.T)),
+    ("average/count-from-zero", "your counts start at 0: position 0 is divided by 0, which gives inf (or "
+     "nan), and every later position by one too few; position t averages t + 1 tokens: "
+     "torch.arange(1, T + 1)", _gives(lambda c: c.x.cumsum(1) / (c.counts - 1))),
+    ("average/cumsum-axis", "cumsum over the wrong axis: dim={dim} runs over {axis}; the positions are "
+     "axis 1, so take x.cumsum(dim=1)", _cumsum_axis),
+    ("average/columns", "you normalized the columns, not the rows: w / w.sum(dim=1, keepdim=True) makes "
+     "each row sum to one", _gives(lambda c: (c.ones.tril() / c.ones.tril().sum(0, keepdim=True)) @ c.x)),
+    ("average/no-keepdim", "w.sum(1) without keepdim=True has shape (T,), which broadcasting lines up with "
+     "the columns: entry (i, j) was divided by j + 1 instead of by row i's own count i + 1; use "
+     "w.sum(dim=1, keepdim=True)", _gives(lambda c: (c.ones.tril() / c.ones.tril().sum(1)) @ c.x)),
+    ("average/no-cumsum", "right numbers, but no cumsum: your function never calls torch.cumsum (or "
+     "x.cumsum); this exercise asks for the running sum x.cumsum(dim=1) divided by the running count",
+     None),
+)
+
+_AVERAGE_HINTS = _table(
+    ("average/hint-counts-axis", "your counts have shape {counts}, and broadcasting lines up the last "
+     "axes, so they met x's channels (C = {C}), not its positions; give them one count per row, shape "
+     "(T, 1): torch.arange(1, T + 1).view(T, 1) (or [:, None])", _counts_axis),
+) + _HINTS
+
+
+def _average(fn, *, cumsum: bool) -> str:
+    __tracebackhide__ = True
     shapes = [(4, 8, 384), (1, 1, 3), (3, 5, 4), (2, 12, 7)]
     for B, T, C in shapes:
         x = torch.randn(B, T, C)
         x64 = x.to(torch.float64)
         counts = torch.arange(1, T + 1, dtype=torch.float64).view(1, T, 1)
         expected = x64.cumsum(1) / counts
-        got = _call(fn, x.clone(), inputs=f"x of shape {_shape(x)}")
-
-        def mistakes(x64=x64, T=T, counts=counts):
-            ones = torch.ones(T, T, dtype=torch.float64)
-            row_mean = lambda w: (w / w.sum(1, keepdim=True)) @ x64  # noqa: E731
-            return [
-                ("your causal average includes the future: position t must average positions 0..t "
-                 "only (a lower-triangular torch.tril), not the whole sequence",
-                 x64.mean(1, keepdim=True).expand_as(x64)),
-                ("your causal average includes the future: it averages positions t..T-1 (torch.triu); "
-                 "position t must average positions 0..t (torch.tril)", row_mean(ones.triu())),
-                ("your causal average leaves out the current token: position t must average 0..t, "
-                 "including t itself (x[b, : t + 1], or torch.tril without a diagonal offset)",
-                 row_mean(ones.tril(-1))),
-                ("you summed instead of averaging: divide position t by t + 1, the number of "
-                 "tokens it averages (normalize each row of the tril matrix)", x64.cumsum(1)),
-                ("you divided every position by T: position t averages t + 1 tokens, so divide by "
-                 "t + 1 (normalize each row by its own sum)", x64.cumsum(1) / T),
-                ("you normalized the columns, not the rows: w / w.sum(dim=1, keepdim=True) makes "
-                 "each row sum to one", (ones.tril() / ones.tril().sum(0, keepdim=True)) @ x64),
-            ]
-
-        _compare(got, expected, "your causal average", f"x of shape {_shape(x)}", mistakes)
-    return (f"your causal average matches the running mean "
+        case = SimpleNamespace(x=x64, B=B, T=T, C=C, counts=counts, ones=torch.ones(T, T, dtype=torch.float64))
+        where = f"x of shape {_shape(x)}"
+        got, watch = _call(fn, x.clone(), inputs=where, case=case, hints=_AVERAGE_HINTS)
+        _compare(got, expected, what="your causal average", where=where, case=case, table=_AVERAGE_ROWS)
+        if cumsum and not (watch.calls["cumsum"] or watch.calls["cumsum_"]):
+            _fail("average/no-cumsum")
+    return (f"your causal average{', built with cumsum,' if cumsum else ''} matches the running mean "
             f"(tested {_tested('T', [s[1] for s in shapes])}; {_tested('B', [s[0] for s in shapes])})")
+
+
+@_check
+def check_causal_average(fn):
+    """Chapter 1, exercise ``ex-average-function``: ``fn(x)`` maps (B, T, C) to its causal running mean.
+
+    Position t of the result is the mean of positions 0..t of ``x``, for every batch element. Any way
+    of computing it passes: a loop, a row-normalized ``tril`` matrix, ``cumsum``.
+    """
+    return _average(fn, cumsum=False)
+
+
+@_check
+def check_cumsum_average(fn):
+    """Chapter 1, the exercise "the causal average with cumsum": ``fn(x)`` maps (B, T, C) to its causal
+    running mean, computed as ``x.cumsum(dim=1)`` divided by the running counts 1, 2, ..., T.
+
+    Tests the numbers as :func:`check_causal_average` does (B = 1..4, T = 1..12, C = 3..384), then that
+    ``torch.cumsum`` (or ``x.cumsum``) was called: the right numbers without it fail with "right
+    numbers, but no cumsum". Names the cumsum mistakes: dividing by T, counts that start at 0 (inf),
+    cumsum over the wrong axis, counts of shape (T,) that meet the channels instead of the positions.
+    """
+    return _average(fn, cumsum=True)
 
 
 # ---------------------------------------------------------------------------------------------
 # chapter 2
 
 
-def _projection_hint(layer: nn.Linear):
-    def hint(exc):
-        text = str(exc)
-        if "NoneType" in text:
-            return ("layer.bias is None: attention projections have no bias (bias=False), "
-                    "so compute x @ layer.weight.T and add nothing")
-        if "multiplied" in text or "size" in text or "shape" in text:
-            out_f, in_f = layer.weight.shape
-            return (f"nn.Linear stores its weight as (out, in) = ({out_f}, {in_f}), so the "
-                    f"projection is x @ layer.weight.T: (B, T, {in_f}) @ ({in_f}, {out_f})")
+def _is_biased(case, got):
+    if tuple(got.shape) != tuple(case.expected.shape):
         return None
+    offset = got.detach().to(torch.float64) - case.expected
+    same_everywhere = torch.allclose(offset, offset[:1, :1].expand_as(offset), rtol=RTOL, atol=ATOL)
+    return {} if same_everywhere and offset.abs().max() > ATOL else None
 
-    return hint
+
+_PROJECTION_ROWS = _table(
+    ("projection/bias", "adding a bias: your result is x @ layer.weight.T plus the same offset at every "
+     "position; attention projections have no bias (bias=False)", _is_biased),
+    # the transposition mistakes run only where the shapes let them (the first, square case)
+    ("projection/no-transpose", "x @ W without the transpose: nn.Linear stores its weight as (out, in) = "
+     "{out_in}, so the projection is x @ layer.weight.T",
+     _gives(lambda c: c.x @ c.W if c.W.shape[0] == c.W.shape[1] == c.C else None)),
+    ("projection/wrong-side", "W @ x multiplies from the wrong side: the tokens are the rows of x, so the "
+     "weight goes on the right, transposed: x @ layer.weight.T",
+     _gives(lambda c: c.W @ c.x if c.W.shape[1] == c.T else None)),
+    ("projection/axes-swapped", "W @ xᵀ gives (B, head_size, T): the right numbers with the last two axes "
+     "swapped; write x @ layer.weight.T to get (B, T, head_size)", _gives(lambda c: c.expected.mT)),
+)
+
+_PROJECTION_HINTS = _table(
+    ("projection/hint-no-bias", "layer.bias is None: attention projections have no bias (bias=False), so "
+     "compute x @ layer.weight.T and add nothing",
+     lambda case, failure: {} if "NoneType" in str(failure.exc) else None),
+) + _HINTS
 
 
 @_check
 def check_projection(fn):
-    """Chapter 2: ``fn(x, layer)`` computes a bias-free ``nn.Linear`` by hand: ``x @ layer.weight.T``."""
+    """Chapter 2, exercise ``ex-qkv-projection``: ``fn(x, layer)`` computes a bias-free ``nn.Linear``
+    by hand, ``x @ layer.weight.T``, for x of shape (B, T, C)."""
     # a square case first (T = C = head_size) so that the transposition mistakes run and can be named
     cases = [(2, 6, 6, 6), (4, 8, 384, 16), (1, 1, 5, 3), (3, 5, 32, 8)]
     for B, T, C, hs in cases:
         x = torch.randn(B, T, C)
         layer = nn.Linear(C, hs, bias=False)
+        W = layer.weight.detach().to(torch.float64)
         expected = _project(x, layer)
+        case = SimpleNamespace(x=x.to(torch.float64), W=W, T=T, C=C, expected=expected, out_in=_fmt(W.shape))
         where = f"x of shape {_shape(x)} and layer = nn.Linear({C}, {hs}, bias=False)"
-        got = _call(fn, x.clone(), layer, inputs=where, hint=_projection_hint(layer))
-
-        def mistakes(x=x, layer=layer, expected=expected):
-            W = layer.weight.detach().to(torch.float64)
-            x64 = x.to(torch.float64)
-
-            def is_biased(got):
-                if tuple(got.shape) != tuple(expected.shape):
-                    return False
-                offset = got.detach().to(torch.float64) - expected
-                same_everywhere = torch.allclose(offset, offset[:1, :1].expand_as(offset), rtol=RTOL, atol=ATOL)
-                return same_everywhere and offset.abs().max() > ATOL
-
-            found = [
-                ("adding a bias: your result is x @ layer.weight.T plus the same offset at every "
-                 "position; attention projections have no bias (bias=False)", is_biased),
-                (f"x @ W without the transpose: nn.Linear stores its weight as (out, in) = "
-                 f"{tuple(W.shape)}, so the projection is x @ layer.weight.T", None),
-                ("W @ x multiplies from the wrong side: the tokens are the rows of x, so the "
-                 "weight goes on the right, transposed: x @ layer.weight.T", None),
-                ("W @ xᵀ gives (B, head_size, T): the right numbers with the last two axes swapped; "
-                 "write x @ layer.weight.T to get (B, T, head_size)", expected.transpose(-2, -1)),
-            ]
-            if W.shape[0] == W.shape[1] == x.shape[-1]:
-                found[1] = (found[1][0], x64 @ W)
-            if W.shape[1] == x.shape[1]:
-                found[2] = (found[2][0], W @ x64)
-            return [(m, c) for m, c in found if c is not None]
-
-        _compare(got, expected, "your projection", where, mistakes)
+        got, _ = _call(fn, x.clone(), layer, inputs=where, case=case, hints=_PROJECTION_HINTS)
+        _compare(got, expected, what="your projection", where=where, case=case, table=_PROJECTION_ROWS)
     return (f"your projection matches x @ layer.weight.T "
             f"(tested {_tested('T', [c[1] for c in cases])}; C → head_size = "
             + ", ".join(f"{c[2]} → {c[3]}" for c in cases) + ")")
@@ -409,66 +763,99 @@ def check_projection(fn):
 # chapter 3
 
 
+def _transposed_q(case, got):
+    B, d = case.qk.shape[0], case.d_k
+    return {} if tuple(got.shape) == (B, d, d) and d != case.T else None
+
+
+def _other_scale(case, got):
+    """A positive scalar multiple of q @ kᵀ other than the ones named above: name the divisor."""
+    raw = case.qk
+    if tuple(got.shape) != tuple(raw.shape) or not torch.isfinite(got).all():
+        return None
+    g = got.detach().to(torch.float64)
+    s = float((g * raw).sum() / (raw * raw).sum())
+    if s > 0 and torch.allclose(g, raw * s, rtol=RTOL, atol=ATOL):
+        return dict(divisor=1 / s, square=1 / s**2)
+    return None
+
+
+_SCORES_ROWS = _table(
+    ("scores/no-scale", "no 1/√d_k scaling: divide q @ kᵀ by √d_k = √{d_k} (d_k = q.shape[-1])",
+     _gives(lambda c: c.qk)),
+    ("scores/divide-dk", "dividing by d_k: you divided by d_k = {d_k}; divide by its square root, √d_k",
+     _gives(lambda c: c.qk / c.d_k)),
+    ("scores/multiply", "multiplying by √d_k: divide q @ kᵀ by √d_k = √{d_k}, don't multiply",
+     _gives(lambda c: c.qk * math.sqrt(c.d_k))),
+    ("scores/qk-swapped", "q and k swapped: your grid is k @ qᵀ, the transpose; entry (i, j) must be "
+     "query i against key j: q @ k.transpose(-2, -1)", _gives(lambda c: c.qk.mT / math.sqrt(c.d_k))),
+    ("scores/qk-swapped-no-scale", "q and k swapped, and no scaling: your grid is k @ qᵀ, the transpose of "
+     "q @ kᵀ, and it is not divided by √d_k = √{d_k}; write q @ k.transpose(-2, -1) / √d_k",
+     _gives(lambda c: c.qk.mT)),
+    ("scores/transposed-q", "you transposed q instead of k: q.transpose(-2, -1) @ k multiplies features "
+     "with features and gives a (B, d_k, d_k) grid; the scores pair every query with every key, "
+     "(B, T, T): q @ k.transpose(-2, -1)", _transposed_q),
+    ("scores/other-scale", "scaling by a fixed number: your scores are q @ kᵀ divided by {divisor:.4g} = "
+     "√{square:.4g}; the scale is 1/√d_k with d_k = q.shape[-1] = {d_k}, the head size, not C (the "
+     "model width) or any number written into the code", _other_scale),
+)
+
+
 @_check
 def check_scaled_scores(fn):
-    """Chapter 3: ``fn(q, k)`` returns the (B, T, T) scores ``q @ kᵀ / √d_k`` with ``d_k = q.shape[-1]``."""
+    """Chapter 3, exercise ``ex-scaling-scores``: ``fn(q, k)`` returns the (B, T, T) scores
+    ``q @ kᵀ / √d_k`` with ``d_k = q.shape[-1]``."""
     cases = [(4, 8, 16), (1, 1, 16), (3, 5, 8), (2, 7, 32)]
     for B, T, d in cases:
         q, k = torch.randn(B, T, d), torch.randn(B, T, d)
-        raw = q.to(torch.float64) @ k.to(torch.float64).transpose(-2, -1)
-        expected = raw / math.sqrt(d)
+        qk = q.to(torch.float64) @ k.to(torch.float64).mT
+        case = SimpleNamespace(qk=qk, d_k=d, T=T)
         where = f"q and k of shape {_shape(q)} (d_k = {d})"
-        got = _call(fn, q.clone(), k.clone(), inputs=where)
-
-        def mistakes(raw=raw, d=d):
-            scales = [
-                (f"no 1/√d_k scaling: divide q @ kᵀ by √d_k = √{d} (d_k = q.shape[-1])", 1.0),
-                (f"dividing by d_k: you divided by d_k = {d}; divide by its square root, √d_k", 1 / d),
-                (f"multiplying by √d_k: divide q @ kᵀ by √d_k = √{d}, don't multiply", math.sqrt(d)),
-                (None, 1 / math.sqrt(d)),
-            ]
-            found = []
-            for transposed in (False, True):
-                grid = raw.transpose(-2, -1) if transposed else raw
-                for message, s in scales:
-                    if not transposed and message is None:
-                        continue
-                    swap = ("q and k swapped: your grid is k @ qᵀ, the transpose; entry (i, j) must "
-                            "be query i against key j: q @ k.transpose(-2, -1)")
-                    if transposed:
-                        message = swap if message is None else f"{swap}; and {message}"
-                    found.append((message, grid * s))
-
-            def other_scale(got):  # a scalar multiple of q @ kᵀ other than those above
-                if tuple(got.shape) != tuple(raw.shape) or not torch.isfinite(got).all():
-                    return False
-                g = got.detach().to(torch.float64)
-                s = float((g * raw).sum() / (raw * raw).sum())
-                return s > 0 and torch.allclose(g, raw * s, rtol=RTOL, atol=ATOL)
-
-            def scale_message(got):
-                g = got.detach().to(torch.float64)
-                divisor = 1 / float((g * raw).sum() / (raw * raw).sum())
-                return (f"scaling by √C (or another fixed number): your scores are q @ kᵀ divided by "
-                        f"{divisor:.4g} = √{divisor ** 2:.4g}, but the scale is 1/√d_k with d_k = "
-                        f"q.shape[-1] = {d}, the head size, not C, the model width")
-
-            found.append((scale_message, other_scale))
-            return found
-
-        _compare(got, expected, "your scores", where, mistakes)
+        got, _ = _call(fn, q.clone(), k.clone(), inputs=where, case=case)
+        _compare(got, qk / math.sqrt(d), what="your scores", where=where, case=case, table=_SCORES_ROWS)
     return (f"your scores match q @ kᵀ / √d_k "
             f"(tested {_tested('T', [c[1] for c in cases])}; {_tested('d_k', [c[2] for c in cases])})")
 
 
-# ---------------------------------------------------------------------------------------------
+def _global_max(case, got):
+    """Subtracting the max of the whole tensor: rows far below it underflow to 0 / 0 in float32."""
+    if not case.large:
+        return None
+    z = case.z.to(torch.float32)
+    e = (z - z.max()).exp()
+    return {} if _matches(got, (e / e.sum(-1, keepdim=True)).to(torch.float64)) else None
+
+
+def _softmax_axis(case, got):
+    for d in range(case.z.dim() - 1):
+        if _matches(got, _softmax(case.z, d)):
+            return dict(dim=d)
+    return None
+
+
+_SOFTMAX_ROWS = _table(
+    ("softmax/global-max", "you subtracted the largest logit of the whole tensor, z.max(), not each row's "
+     "own: a row whose logits all lie far below it (here [-1000, -1001]) underflows to exp(...) = 0 "
+     "everywhere, and 0 / 0 is nan; subtract z.max(dim=-1, keepdim=True).values", _global_max),
+    ("softmax/overflow", "your softmax overflows: exp(1000) is inf in floating point and inf / inf is nan "
+     "(and exp(-1000) / sum underflows to 0 / 0). Subtract each row's max first, "
+     "z - z.max(dim=-1, keepdim=True).values: the softmax is unchanged and the largest exponent becomes "
+     "exp(0) = 1", lambda c, got: {} if c.large and not torch.isfinite(got).all() else None),
+    ("softmax/wrong-axis", "softmax over the wrong axis: you normalized over dim={dim}, so the rows don't "
+     "sum to one; normalize over the last axis, dim=-1", _softmax_axis),
+    ("softmax/whole-sum", "you divided by the sum of the whole tensor: each row needs its own sum, "
+     "e.sum(dim=-1, keepdim=True)", _gives(lambda c: c.z.exp() / c.z.exp().sum())),
+    ("softmax/no-exp", "you forgot the exp: softmax is exp(z) / sum(exp(z)), not z / sum(z)",
+     _gives(lambda c: c.z / c.z.sum(-1, keepdim=True))),
+)
 
 
 @_check
 def check_softmax(fn):
-    """Chapter 3: ``fn(z)`` is softmax over the last axis, written by hand (exp / sum).
+    """Chapter 3, exercise ``ex-scaling-softmax``: ``fn(z)`` is softmax over the last axis.
 
-    It must also be safe for large logits such as [1000, 0]: subtract each row's max first.
+    The exercise writes it by hand (exp / sum); the check compares numbers only, so ``torch.softmax``
+    passes too. It must be safe for large logits such as [1000, 0]: subtract each row's max first.
     """
     cases = [
         ("random logits", torch.randn(3, 5, 5) * 3),
@@ -477,53 +864,39 @@ def check_softmax(fn):
         ("large logits", torch.tensor([[1000.0, 0.0], [0.0, -1000.0], [-1000.0, -1001.0], [500.0, 499.0]])),
     ]
     for label, z in cases:
-        expected = _softmax(z)
+        case = SimpleNamespace(z=z.to(torch.float64), large=label == "large logits")
         where = f"{label}, z of shape {_shape(z)}"
-        got = _call(fn, z.clone(), inputs=where, hint=_softmax_hint)
-
-        def mistakes(z=z, label=label, expected=expected):
-            z64 = z.to(torch.float64)
-            e = z64.exp()
-            found = []
-            if label == "large logits":
-                found.append((
-                    "your softmax overflows: exp(1000) is inf in floating point and inf / inf is nan "
-                    "(and exp(-1000) / sum underflows to 0 / 0). Subtract each row's max first, "
-                    "z - z.max(dim=-1, keepdim=True).values: the softmax is unchanged and the "
-                    "largest exponent becomes exp(0) = 1",
-                    lambda got: bool(torch.isnan(got).any() or torch.isinf(got).any()),
-                ))
-            for d in range(z.dim() - 1):
-                found.append((f"softmax over the wrong axis: you normalized over dim={d}, so the rows "
-                              f"don't sum to one; normalize over the last axis, dim=-1", _softmax(z, d)))
-            found.append(("you divided by the sum of the whole tensor: each row needs its own sum, "
-                          "e.sum(dim=-1, keepdim=True)", e / e.sum()))
-            try:
-                found.append(("the sum lost its last axis: use e.sum(dim=-1, keepdim=True) so each "
-                              "row is divided by its own sum", e / e.sum(-1)))
-            except RuntimeError:
-                pass
-            found.append(("you forgot the exp: softmax is exp(z) / sum(exp(z)), not z / sum(z)",
-                          z64 / z64.sum(-1, keepdim=True)))
-            return found
-
-        _compare(got, expected, "your softmax", where, mistakes)
+        got, _ = _call(fn, z.clone(), inputs=where, case=case)
+        _compare(got, _softmax(z), what="your softmax", where=where, case=case, table=_SOFTMAX_ROWS)
     return "your softmax matches torch.softmax(z, dim=-1), also for logits like [1000, 0] (tested 4 inputs, 1-D to 3-D)"
-
-
-def _softmax_hint(exc):
-    if "must match the size" in str(exc):
-        return "if you divided by e.sum(dim=-1), add keepdim=True so each row is divided by its own sum"
-    return None
 
 
 # ---------------------------------------------------------------------------------------------
 # chapter 4
 
 
+def _weights_builder(scores):
+    """case.build for checks that test bare weights: only the mask and softmax mistakes can happen."""
+
+    def build(**how):
+        if set(how) - {"mask", "fill", "dim", "after", "bias"}:
+            return None
+        return _weights(scores, **how)
+
+    return build
+
+
+_CAUSAL_WEIGHTS_ROWS = _table(
+    ("mask/fixed-size", "your mask has a fixed size: build it from the input's own T, scores.shape[-1], "
+     "or slice a bigger one, tril[:T, :T]",
+     lambda c, got: {} if got.dim() == 3 and got.shape[-1] == got.shape[-2] != c.T else None),
+) + _MASK_ROWS
+
+
 @_check
 def check_causal_weights(fn):
-    """Chapter 4: ``fn(scores)`` returns (B, T, T) attention weights: the future masked, then softmax.
+    """Chapter 4, exercise ``ex-masking-weights``: ``fn(scores)`` returns (B, T, T) attention weights,
+    the future masked, then softmax.
 
     Any fill that exp sends to 0 passes (-inf, -1e9, torch.finfo(...).min), as do masked_fill and
     torch.where.
@@ -531,171 +904,334 @@ def check_causal_weights(fn):
     shapes = [(4, 8), (1, 1), (3, 5), (2, 12)]
     for B, T in shapes:
         scores = torch.randn(B, T, T) * 2
-        expected = _weights(scores)
+        case = SimpleNamespace(T=T, build=_weights_builder(scores))
         where = f"scores of shape {_shape(scores)}"
-        got = _call(fn, scores.clone(), inputs=where, hint=_fixed_size_hint)
-
-        def mistakes(scores=scores):
-            w = functools.partial(_weights, scores)
-            return [
-                ("your mask has a fixed size: build it from the input's own T, scores.shape[-1], "
-                 "or slice a bigger one, tril[:T, :T]",
-                 lambda got, T=scores.shape[-1]: got.dim() == 3 and got.shape[-1] == got.shape[-2] != T),
-                *[(message, w(**how)) for message, how in _MASK_AND_SOFTMAX_MISTAKES],
-            ]
-
-        _compare(got, expected, "your weights", where, mistakes)
+        got, _ = _call(fn, scores.clone(), inputs=where, case=case)
+        _compare(got, _weights(scores), what="your weights", where=where, case=case, table=_CAUSAL_WEIGHTS_ROWS)
     return (f"your weights are the masked softmax of the scores "
             f"(tested {_tested('T', [s[1] for s in shapes])}; {_tested('B', [s[0] for s in shapes])})")
+
+
+def _padded(scores, pad, *, hide="keys", causal=True, fill=-math.inf, after=None, empty=0.0):
+    """Weights for scores (B, T, T) and padding flags pad (B, T); the keyword arguments rebuild mistakes.
+
+    ``hide``: "keys" (right), "queries" (the wrong axis), "real" (the flags inverted) or None;
+    ``after``: "all" softmax first and mask after, "padding" mask the future before and the padding after;
+    ``empty``: what a row with no key left holds (0 is right; nan = any value).
+    """
+    scores = scores.to(torch.float64)
+    T = scores.shape[-1]
+    keep = _keep(T) if causal else _keep(T, "none")
+    keep = keep.expand(scores.shape)
+    keep = keep & {"keys": ~pad[:, None, :], "queries": ~pad[:, :, None], "real": pad[:, None, :],
+                   None: torch.ones_like(keep)}[hide]
+    if after == "all":
+        weights = _softmax(scores).masked_fill(~keep, 0.0)
+    elif after == "padding":
+        weights = _weights(scores).masked_fill(~keep, 0.0)
+    else:
+        weights = _softmax(scores.masked_fill(~keep, fill))
+    return torch.where(keep.any(-1, keepdim=True), weights, torch.tensor(empty, dtype=torch.float64))
+
+
+def _empty_row(case):
+    """(b, i, pads) of the first row with no key left: every key it may see is padding."""
+    b, i = (int(n) for n in case.empty.nonzero()[0])
+    return dict(b=b, i=i, pads=case.pads[b])
+
+
+def _nan_rows(case, got):
+    if not case.empty.any() or not torch.isnan(got).any():
+        return None
+    if not _matches(got, _padded(case.scores, case.pad, empty=math.nan)):
+        return None
+    b, i = (int(n) for n in torch.isnan(got).any(-1).nonzero()[0])
+    return dict(b=b, i=i, pads=case.pads[b])
+
+
+def _uniform_rows(case, got):
+    if case.empty.any() and _matches(got, _padded(case.scores, case.pad, empty=1 / case.T)):
+        return _empty_row(case)
+    return None
+
+
+def _pad_broadcast(case, failure):
+    call = failure.call
+    if call is None or call.name not in _MASKING | _ELEMENTWISE:
+        return None
+    if any(t.dtype == torch.bool and tuple(t.shape) == tuple(case.pad.shape) for t in call.tensors):
+        return {}
+    return None
+
+
+_PADDING_ROWS = _table(
+    ("pad/nan-rows", "nan in batch {b}, row {i}: that sequence has {pads} padding tokens on the left, so "
+     "query {i} may only look at keys 0..{i}, all of them padding; every score in its row is -inf and "
+     "the softmax computes 0 / 0 = nan. Make such rows all zeros: torch.nan_to_num(weights), or "
+     "torch.where with a mask of the rows that have a key", _nan_rows),
+    ("pad/uniform-rows", "batch {b}, row {i} spreads its weight evenly, 1/T on every position: every key "
+     "it may see is padding, so its whole row was filled with the same large negative number and the "
+     "softmax made the entries equal (the future and the padding get weight); make such rows all zeros, "
+     "e.g. multiply by a mask of the rows that have a key", _uniform_rows),
+    ("pad/not-masked", "the padding is not masked: real tokens still give weight to the padded keys; "
+     "hide the columns where pad is True, pad[:, None, :], as well as the future",
+     _gives(lambda c: _padded(c.scores, c.pad, hide=None))),
+    ("pad/queries", "padding applied to the queries instead of the keys: pad[:, :, None] hides the rows of "
+     "padded positions, but a real token still looks at padded keys; hide the columns, pad[:, None, :] "
+     "(shape (B, 1, T))", _gives(lambda c: _padded(c.scores, c.pad, hide="queries", empty=math.nan))),
+    ("pad/inverted", "your mask hides the real tokens and keeps the padding: pad is True where a "
+     "position is padding, so hide the keys where pad is True (not where it is False)",
+     _gives(lambda c: _padded(c.scores, c.pad, hide="real", empty=math.nan))),
+    ("pad/future", "the future is not masked: the padding is, but position t still sees positions after "
+     "t; combine both, hiding a key when it is in the future or is padding",
+     _gives(lambda c: _padded(c.scores, c.pad, causal=False, empty=math.nan))),
+    ("pad/after-softmax", "masking after the softmax: the softmax had already given the hidden keys "
+     "weight, so zeroing them afterwards leaves rows that don't sum to one; fill the scores first (-inf, "
+     "or -1e9), then take the softmax",
+     lambda c, got: {} if any(_matches(got, _padded(c.scores, c.pad, after=a, empty=math.nan))
+                              for a in ("all", "padding")) else None),
+    ("pad/fill-zero", "the hidden keys were filled with 0 instead of -inf: exp(0) = 1, so the future and "
+     "the padding still get weight; use float('-inf') (or -1e9)",
+     _gives(lambda c: _padded(c.scores, c.pad, fill=0.0, empty=math.nan))),
+)
+
+_PADDING_HINTS = _HINTS[:1] + _table(
+    ("pad/hint-broadcast", "pad has shape (B, T), one flag per position; against scores of shape "
+     "(B, T, T) it must hide columns of each sequence's grid, so give it the shape (B, 1, T): "
+     "pad[:, None, :] (or pad.unsqueeze(1))", _pad_broadcast),
+) + _HINTS[1:]
+
+
+@_check
+def check_padding_mask(fn):
+    """Chapter 4, the padding-mask exercise: ``fn(scores, pad)`` returns weights that are causal and
+    give no weight to padding.
+
+    ``scores`` is (B, T, T); ``pad`` is a (B, T) bool tensor, True where a position holds padding. The
+    tests pad on the left (0 to T tokens per sequence, T = 8, 5, 1), so the first rows of a padded
+    sequence have no key left: the answer must make such rows all zeros, not nan. Every other row is
+    the softmax over the keys that are neither in the future nor padding.
+
+    Accepts -inf and large finite fills (-1e9, ``torch.finfo(dtype).min``), and any way of zeroing the
+    empty rows (``torch.nan_to_num``, ``torch.where``, multiplying by a row mask). Names: nan rows (which
+    batch and row, and why), rows left uniform by a finite fill, padding not masked, padding applied
+    to the queries instead of the keys, the flags inverted, the future not masked, masking after the
+    softmax, filling with 0.
+    """
+    cases = [(8, [0, 2, 5, 1]), (5, [3, 0, 5]), (1, [0, 1])]
+    for T, pads in cases:
+        B = len(pads)
+        scores = torch.randn(B, T, T) * 2
+        pad = torch.arange(T)[None, :] < torch.tensor(pads)[:, None]  # (B, T): True on the left
+        expected = _padded(scores, pad)
+        keep = _keep(T) & ~pad[:, None, :]
+        case = SimpleNamespace(scores=scores, pad=pad, pads=pads, T=T, empty=~keep.any(-1))
+        where = f"scores of shape {_shape(scores)} and pad of shape {_shape(pad)}, padding on the left {pads}"
+        got, _ = _call(fn, scores.clone(), pad.clone(), inputs=where, case=case, hints=_PADDING_HINTS)
+        _compare(got, expected, what="your weights", where=where, case=case, table=_PADDING_ROWS)
+    return (f"your weights are causal, give padding no weight, and are 0 on rows with no key to look at "
+            f"(tested {_tested('T', [c[0] for c in cases])}; left padding of 0 to T tokens)")
 
 
 # ---------------------------------------------------------------------------------------------
 # chapter 5
 
 
-def _check_head_structure(head: nn.Module, name: str, C: int, head_size: int) -> None:
+_HEAD_STRUCTURE = _table(
+    ("head/missing-parts", "`{name}` needs the attributes key, query and value, each an nn.Linear(C, "
+     "head_size, bias=False) as in the lesson; missing or not nn.Linear: {missing}", None),
+    ("head/bias", "projections with bias: self.{part} has a bias; attention projections are bias-free: "
+     "nn.Linear(C, head_size, bias=False)", None),
+    ("head/wrong-size", "self.{part} has the wrong size: {name}({C}, {hs}, ...) should build "
+     "nn.Linear({C}, {hs}, bias=False), whose weight is ({hs}, {C}); got a weight of shape {got_shape}",
+     None),
+    ("head/tril-parameter", "`tril` is registered as a parameter: the optimizer would train the mask. A "
+     "fixed tensor that belongs to the module is a buffer: self.register_buffer('tril', torch.tril(...))",
+     None),
+    ("head/tril-not-buffer", "`tril` is {found}: register the mask as a buffer, self.register_buffer("
+     "'tril', torch.tril(torch.ones(block_size, block_size))), so it moves with .to(device) and is "
+     "saved with the module, but is not trained", None),
+)
+
+
+def _check_head_structure(head: nn.Module, name: str, C: int, hs: int) -> None:
     """The head's parts, as the lesson builds them: three bias-free projections and a `tril` buffer."""
     __tracebackhide__ = True
     missing = [n for n in ("key", "query", "value") if not isinstance(getattr(head, n, None), nn.Linear)]
     if missing:
-        raise AssertionError(
-            f"`{name}` needs the attributes key, query and value, each an nn.Linear(C, head_size, "
-            f"bias=False) as in the lesson; missing or not nn.Linear: {', '.join(missing)}"
-        )
-    for n in ("key", "query", "value"):
-        layer = getattr(head, n)
+        _fail("head/missing-parts", name=name, missing=", ".join(missing))
+    for part in ("key", "query", "value"):
+        layer = getattr(head, part)
         if layer.bias is not None:
-            raise AssertionError(
-                f"projections with bias: self.{n} has a bias; attention projections are bias-free: "
-                f"nn.Linear(C, head_size, bias=False)"
-            )
-        if tuple(layer.weight.shape) != (head_size, C):
-            raise AssertionError(
-                f"self.{n} has the wrong size: {name}({C}, {head_size}, ...) should build "
-                f"nn.Linear({C}, {head_size}, bias=False), whose weight is ({head_size}, {C}); "
-                f"got a weight of shape {_shape(layer.weight)}"
-            )
+            _fail("head/bias", part=part)
+        if tuple(layer.weight.shape) != (hs, C):
+            _fail("head/wrong-size", part=part, name=name, C=C, hs=hs, got_shape=_shape(layer.weight))
     if "tril" in dict(head.named_parameters()):
-        raise AssertionError(
-            "`tril` is registered as a parameter: the optimizer would train the mask. A fixed tensor "
-            "that belongs to the module is a buffer: self.register_buffer('tril', torch.tril(...))"
-        )
+        _fail("head/tril-parameter")
     if "tril" not in dict(head.named_buffers()):
-        found = "a plain attribute, not a buffer" if hasattr(head, "tril") else "missing"
-        raise AssertionError(
-            f"`tril` is {found}: register the mask as a buffer, self.register_buffer('tril', "
-            f"torch.tril(torch.ones(block_size, block_size))), so it moves with .to(device) and is "
-            f"saved with the module, but is not trained"
-        )
+        _fail("head/tril-not-buffer", found="a plain attribute, not a buffer" if hasattr(head, "tril") else "missing")
+
+
+_HEAD_HINTS = _HINTS[:4] + _table(
+    ("head/T-lt-block", "your head breaks when T < block_size: it works for T = block_size = {bs} but not "
+     "for T = {T}; a batch may be shorter than block_size, so slice the mask to the input's own length, "
+     "T = x.shape[1]: self.tril[:T, :T]", lambda case, failure: {} if case.T < case.bs else None),
+) + _HINTS[4:]
+
+
+def _head_case(p: _Projected, C, hs, **more):
+    return SimpleNamespace(C=C, hs=hs, build=functools.partial(_head_output, p), **more)
 
 
 @_check
 def check_head(Head):
-    """Chapter 5: the class ``Head``, built as ``Head(C, head_size, block_size)``.
+    """Chapter 5, exercise ``ex-head-own``: the class ``Head``, built as ``Head(C, head_size, block_size)``.
 
-    Its forward maps (B, T, C) to (B, T, head_size) for every T <= block_size; its ``tril`` is a
-    buffer. The expected output is rebuilt from the head's own key, query and value weights.
+    Its forward maps (B, T, C) to (B, T, head_size) for every T <= block_size; it has the attributes
+    ``key``, ``query`` and ``value`` (bias-free ``nn.Linear(C, head_size)``) and a ``tril`` buffer. The
+    expected output is rebuilt from the head's own key, query and value weights.
     """
     name = _name(Head)
     builds = [((384, 16, 8), [(4, 8), (1, 1), (3, 5)]), ((32, 8, 12), [(2, 12), (2, 7)])]
     tested = []
     for (C, hs, bs), shapes in builds:
-        head = _call(Head, C, hs, bs, inputs=f"C={C}, head_size={hs}, block_size={bs}", name=name)
+        head, _ = _call(Head, C, hs, bs, inputs=f"C={C}, head_size={hs}, block_size={bs}", name=name)
         for i, (B, T) in enumerate(shapes):
             x = torch.randn(B, T, C)
             where = f"{name}({C}, {hs}, {bs}) and x of shape {_shape(x)}"
-            got, exc = _try(head, x.clone())
-            if exc is not None and i == 0:
-                _check_head_structure(head, name, C, hs)  # a missing part explains more than the error
-            if exc is not None:
-                hint = None
-                if T < bs:
-                    hint = (lambda e, T=T, bs=bs: f"your head breaks when T < block_size: it works for "
-                            f"T = block_size but not for T = {T} < block_size = {bs}; a batch may be "
-                            f"shorter than block_size, so slice the mask to the input's length, "
-                            f"self.tril[:T, :T]")
-                _raise_from(exc, name, where, hint)
-            if i == 0:
+            got, exc, watch = _run(head, x.clone())
+            if i == 0:  # a missing part explains more than the error or the numbers it causes
                 _check_head_structure(head, name, C, hs)
-            expected = _reference_head_output(head, x)
-            if isinstance(got, torch.Tensor) and got.shape != expected.shape and T < bs and got.shape[-1] == hs:
-                raise AssertionError(
-                    f"{name} breaks when T < block_size: for x of shape {_shape(x)} it returned shape "
-                    f"{_shape(got)}, expected {_shape(expected)}; slice the mask to the input's length, "
-                    f"self.tril[:T, :T]"
-                )
-            _compare(got, expected, f"your {name}'s output", where, _head_mistakes(head, x, C))
+            p = _Projected(head, x)
+            case = _head_case(p, C, hs, T=T, bs=bs)
+            if exc is not None:
+                _raise_from(exc, watch, name, where, case, _HEAD_HINTS)
+            _compare(got, _head_output(p), what=f"your {name}'s output", where=where, case=case,
+                     table=_HEAD_ROWS)
             tested.append((B, T, bs))
     return (f"{name} matches the reference head, and its tril is a buffer "
             f"(tested {_tested('T', [t[1] for t in tested])} with block_size 8 and 12; "
             f"{_tested('B', [t[0] for t in tested])})")
 
 
+_CAUSAL_ROWS = _table(
+    ("causal/not-a-tensor", "weights should be a torch tensor of shape (B, T, T); got a {type}", None),
+    ("causal/shape", "weights should have shape (B, T, T), one (T, T) grid per sequence; got {got_shape}", None),
+    ("causal/not-finite", "weights[{b}, {i}, {j}] is {value}: batch {b}, row {i} holds nan or inf", None),
+    ("causal/future", "not lower-triangular: weights[{b}, {i}, {j}] = {value:.4g}, but column {j} is after "
+     "row {i} (batch {b}, row {i}): position {i} attends to the future; above the diagonal must be "
+     "exactly 0 (mask the scores with -inf before the softmax)", None),
+    ("causal/negative", "weights[{b}, {i}, {j}] = {value:.4g} is negative (batch {b}, row {i}): weights are "
+     "a softmax, never negative", None),
+    ("causal/row-sum", "rows don't sum to one: batch {b}, row {i} sums to {total:.4f}; each row is a "
+     "softmax over the keys (dim=-1), taken after the mask", None),
+)
+
+
+def _weights_answer(weights) -> torch.Tensor:
+    """The learner's weights: a tensor, or a function of no arguments returning them (a stub stops)."""
+    __tracebackhide__ = True
+    if callable(weights) and not isinstance(weights, torch.Tensor):
+        weights, _ = _call(weights, inputs="no arguments")
+    if not isinstance(weights, torch.Tensor):
+        _fail("causal/not-a-tensor", type=type(weights).__name__)
+    return weights
+
+
 @_check
 def check_weights_are_causal(weights):
-    """Chapter 5, "Go deeper": the (B, T, T) weights of a real batch are causal.
+    """Chapter 5, exercise ``ex-head-real-batch`` as it stands: the (B, T, T) weights of a real batch
+    are causal.
 
     Passes when every row is exactly 0 above the diagonal and sums to one; otherwise names the first
     batch element and row that fail. ``weights`` may also be a function of no arguments returning
-    them, so that a stub reports "not yet implemented"; None counts as not yet computed.
+    them, so that a stub reports "not yet implemented"; None counts as not yet computed. It does not
+    compare with the head's own weights: :func:`check_real_batch_weights` does.
     """
-    if weights is None:
-        raise _NotYetImplemented("weights")
-    if callable(weights):
-        weights = _call(weights, inputs="no arguments")
-    if not isinstance(weights, torch.Tensor):
-        raise AssertionError(f"weights should be a torch tensor of shape (B, T, T); got a {type(weights).__name__}")
+    weights = _weights_answer(weights)
     if weights.dim() == 2:
         weights = weights.unsqueeze(0)
     if weights.dim() != 3 or weights.shape[-1] != weights.shape[-2]:
-        raise AssertionError(f"weights should have shape (B, T, T), one (T, T) grid per sequence; got {_shape(weights)}")
+        _fail("causal/shape", got_shape=_shape(weights))
     w = weights.detach().to(torch.float64)
     B, T, _ = w.shape
+
+    def first(bad):
+        b, i, j = (int(n) for n in bad.nonzero()[0])
+        return dict(b=b, i=i, j=j, value=w[b, i, j].item())
+
     if not torch.isfinite(w).all():
-        b, i, j = (int(n) for n in (~torch.isfinite(w)).nonzero()[0])
-        raise AssertionError(f"weights[{b}, {i}, {j}] is {w[b, i, j].item()}: batch {b}, row {i} holds nan or inf")
-    future = torch.ones(T, T, dtype=torch.bool).triu(1)
-    leaks = (w != 0) & future
+        _fail("causal/not-finite", **first(~torch.isfinite(w)))
+    leaks = (w != 0) & torch.ones(T, T, dtype=torch.bool).triu(1)
     if leaks.any():
-        b, i, j = (int(n) for n in leaks.nonzero()[0])
-        raise AssertionError(
-            f"not lower-triangular: weights[{b}, {i}, {j}] = {w[b, i, j].item():.4g}, but column {j} is "
-            f"after row {i} (batch {b}, row {i}): position {i} attends to the future; above the "
-            f"diagonal must be exactly 0 (mask the scores with -inf before the softmax)"
-        )
+        _fail("causal/future", **first(leaks))
     if (w < 0).any():
-        b, i, j = (int(n) for n in (w < 0).nonzero()[0])
-        raise AssertionError(f"weights[{b}, {i}, {j}] = {w[b, i, j].item():.4g} is negative (batch {b}, row {i}): weights are a softmax, never negative")
+        _fail("causal/negative", **first(w < 0))
     sums = w.sum(-1)
     off = (sums - 1).abs() > 1e-4
     if off.any():
         b, i = (int(n) for n in off.nonzero()[0])
-        raise AssertionError(
-            f"rows don't sum to one: batch {b}, row {i} sums to {sums[b, i].item():.4f}; each row is "
-            f"a softmax over the keys (dim=-1), taken after the mask"
-        )
+        _fail("causal/row-sum", b=b, i=i, total=sums[b, i].item())
     return (f"all {B} × {T} rows are lower-triangular (exactly 0 above the diagonal) and sum to one; "
             f"the first row of each is [1, 0, 0, ...]")
 
 
-class _CountSDPA(TorchFunctionMode):
-    """Counts calls to F.scaled_dot_product_attention, however the learner imported it."""
+def _only_weights(p: _Projected):
+    """case.build for weights: every head mistake except averaging the wrong tensor."""
 
-    def __init__(self):
-        super().__init__()
-        self.calls = 0
+    def build(values="v", **how):
+        return _head_weights(p, **how) if values == "v" else None
 
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        if getattr(func, "__name__", "") == "scaled_dot_product_attention":
-            self.calls += 1
-        return func(*args, **(kwargs or {}))
+    return build
+
+
+@_check
+def check_real_batch_weights(weights, head, x):
+    """Chapter 5, the real-batch exercise (``ex-head-real-batch``, replacing
+    :func:`check_weights_are_causal` there): ``weights`` are the (B, T, T) attention weights that
+    ``head`` computes for the batch ``x`` (B, T, C).
+
+    ``weights`` is the learner's tensor or, so that a stub reports "not yet implemented", a function of
+    no arguments returning it (None counts as not yet computed). ``head`` is the chapter's head (its
+    ``key`` and ``query`` are read, never trained) and ``x`` the real batch. The expected weights are
+    the head's own: softmax(q @ kᵀ / √head_size) with the future masked, q and k from the head's
+    projections of ``x``. So unscaled, wrongly scaled, q/k-swapped or wrongly masked weights fail, by
+    name (the head mistakes of :func:`check_head`), not only non-causal ones.
+    """
+    weights = _weights_answer(weights)
+    C, hs = head.key.in_features, head.key.out_features
+    p = _Projected(head, x)
+    case = SimpleNamespace(C=C, hs=hs, T=x.shape[1], build=_only_weights(p))
+    where = f"the head's own weights for x of shape {_shape(x)}"
+    _compare(weights, _head_weights(p), what="your weights", where=where, case=case, table=_HEAD_ROWS)
+    B, T = x.shape[:2]
+    return (f"your weights are the head's own, softmax(q @ kᵀ / √{hs}) under the causal mask, "
+            f"for all {B} × {T} rows")
+
+
+def _sdpa_not_squeezed(case, got):
+    return {} if got.dim() == 4 and got.shape[1] == 1 and got.shape[0] == case.B else None
+
+
+_SDPA_ROWS = _table(
+    ("sdpa/not-squeezed", "you returned (B, 1, T, hs): the head axis you added for the 4-D call is still "
+     "there; take it off with [:, 0] (or .squeeze(1))", _sdpa_not_squeezed),
+    ("sdpa/float-mask", "a float attn_mask is added to the scores, not used to hide them: your 0/1 tril "
+     "gave the past +1 and left the future open; pass is_causal=True (or a boolean mask, True where a "
+     "key may be seen: tril == 1)", _built(dict(mask="none", bias=True))),
+    ("sdpa/no-causal", "no mask: pass is_causal=True to F.scaled_dot_product_attention",
+     _built(dict(mask="none"))),
+    ("sdpa/not-called", "your function returns the right numbers but never calls "
+     "F.scaled_dot_product_attention: the exercise is to compute q, k, v with head.query, head.key, "
+     "head.value and pass them to F.scaled_dot_product_attention(q, k, v, is_causal=True)", None),
+) + tuple(row for row in _HEAD_ROWS if row.id != "mask/none")
 
 
 @_check
 def check_sdpa_swap(fn):
-    """Chapter 5, "Go deeper": ``fn(head, x)`` returns what ``head(x)`` returns, computed with
+    """Chapter 5, exercise ``ex-head-sdpa``: ``fn(head, x)`` returns what ``head(x)`` returns, computed with
     ``F.scaled_dot_product_attention(q, k, v, is_causal=True)`` from ``head.key``, ``head.query``
-    and ``head.value``.
+    and ``head.value`` (3-D tensors, or 4-D with a head axis of 1 taken off again).
     """
     C, hs, bs = 384, 16, 8
     head = ReferenceHead(C, hs, bs)
@@ -703,24 +1239,190 @@ def check_sdpa_swap(fn):
     for B, T in shapes:
         x = torch.randn(B, T, C)
         where = f"a Head({C}, {hs}, {bs}) and x of shape {_shape(x)}"
-        counter = _CountSDPA()
-        with counter:
-            got = _call(fn, head, x.clone(), inputs=where)
-        expected = _reference_head_output(head, x)
-        mistakes = _head_mistakes(head, x, C)
-
-        def sdpa_mistakes(mistakes=mistakes):
-            return [
-                ("no mask: pass is_causal=True to F.scaled_dot_product_attention" if m == _NO_MASK else m, c)
-                for m, c in mistakes()
-            ]
-
-        _compare(got, expected, "your output", where, sdpa_mistakes)
-        if counter.calls == 0:
-            raise AssertionError(
-                "your function returns the right numbers but never calls "
-                "F.scaled_dot_product_attention: the exercise is to compute q, k, v with head.query, "
-                "head.key, head.value and pass them to F.scaled_dot_product_attention(q, k, v, is_causal=True)"
-            )
+        p = _Projected(head, x)
+        case = _head_case(p, C, hs, B=B)
+        got, watch = _call(fn, head, x.clone(), inputs=where, case=case)
+        _compare(got, _head_output(p), what="your output", where=where, case=case, table=_SDPA_ROWS)
+        if not watch.calls["scaled_dot_product_attention"]:
+            _fail("sdpa/not-called")
     return (f"F.scaled_dot_product_attention agrees with the hand-written head "
             f"(tested {_tested('T', [s[1] for s in shapes])}; block_size={bs})")
+
+
+def _heads_in_order(case, got):
+    for order in itertools.permutations(range(len(case.outs))):
+        if list(order) != sorted(order) and _matches(got, torch.cat([case.outs[i] for i in order], -1)):
+            return dict(order=list(order))
+    return None
+
+
+def _heads_4d(case, got):
+    if got.dim() == 4 and got.shape[0] == case.B and case.n in got.shape[1:2]:
+        return dict(got_shape=_shape(got))
+    return None
+
+
+_MULTIHEAD_ROWS = _table(
+    ("multihead/order", "your heads come out in the wrong order, {order}: the first {hs} columns must be "
+     "heads[0]'s output, the next {hs} heads[1]'s, and so on; keep the list's order when you stack and "
+     "when you merge", _heads_in_order),
+    ("multihead/interleaved", "your heads' outputs are interleaved: column by column they alternate "
+     "between heads, as when the head axis ends up last, (B, T, hs, n_heads), before the reshape; each "
+     "head's {hs} columns must stay together: out.transpose(1, 2).reshape(B, T, n_heads * hs)",
+     _gives(lambda c: torch.stack(c.outs, -1).flatten(-2))),
+    ("multihead/reshape-without-transpose", "you reshaped (B, n_heads, T, hs) straight to (B, T, n_heads * "
+     "hs): without a transpose first, reshape mixes positions and heads; move the head axis next to hs, "
+     "then merge: out.transpose(1, 2).reshape(B, T, n_heads * hs)",
+     _gives(lambda c: torch.stack(c.outs, 1).reshape(c.B, c.T, -1))),
+    ("multihead/not-transposed-back", "you returned shape {got_shape}, the (B, n_heads, T, hs) layout the "
+     "call works in; move the head axis back beside hs and merge the two: "
+     "out.transpose(1, 2).reshape(B, T, n_heads * hs)", _heads_4d),
+    ("multihead/not-merged", "you returned (B, T, n_heads, hs): merge the last two axes into one of "
+     "n_heads * hs = {width} columns, .reshape(B, T, n_heads * hs)",
+     lambda c, got: {} if tuple(got.shape) == (c.B, c.T, c.n, c.hs) else None),
+    ("multihead/mean", "you averaged the heads' outputs: multi-head attention keeps every head's output "
+     "and concatenates them along the last axis, (B, T, n_heads * hs) = (B, T, {width})",
+     _gives(lambda c: torch.stack(c.outs).mean(0))),
+    ("multihead/no-sdpa", "right numbers, but no call to F.scaled_dot_product_attention: the exercise is "
+     "to stack the heads' q, k and v into (B, n_heads, T, hs) tensors and make one call", None),
+    ("multihead/one-call", "right numbers, but {calls} calls to F.scaled_dot_product_attention, one per "
+     "head: stack the heads' q, k and v into (B, n_heads, T, hs) tensors and make a single call; one "
+     "call over all the heads is what lets PyTorch pick a fused kernel", None),
+    ("multihead/not-4d", "right numbers, but your call got {axes}-D tensors: give it q, k and v of shape "
+     "(B, n_heads, T, hs); PyTorch's fused kernels need that 4-D layout and run 3-D input on the plain "
+     "math path", None),
+) + _SDPA_ROWS[1:3] + tuple(row for row in _HEAD_ROWS if row.id != "mask/none")
+
+
+@_check
+def check_multihead_sdpa(fn):
+    """Chapter 5, the multi-head exercise: ``fn(heads, x)`` runs several heads with one fused call.
+
+    ``heads`` is a list of 3 heads built like Fig. 6's ``Head(32, 8, 8)`` (bias-free ``key``, ``query``,
+    ``value``, a ``tril`` buffer), ``x`` is (B, T, 32) with T = 8, 1, 5. The answer stacks the heads'
+    q, k and v into (B, n_heads, T, hs) tensors, calls ``F.scaled_dot_product_attention(q, k, v,
+    is_causal=True)`` once on them, and returns the heads' outputs side by side, (B, T, n_heads * hs),
+    equal to ``torch.cat([h(x) for h in heads], -1)``.
+
+    Names: heads in the wrong order, outputs interleaved (head axis last), a reshape without the
+    transpose, the (B, n_heads, T, hs) result returned as it is or with the last two axes not merged,
+    the mean instead of the concatenation, no causal mask (or a float mask), the head mistakes of
+    :func:`check_head`; and, with the right numbers, no call, one call per head, or a call on 3-D input.
+    """
+    C, hs, bs, n = 32, 8, 8, 3
+    heads = [ReferenceHead(C, hs, bs) for _ in range(n)]
+    shapes = [(4, 8), (1, 1), (3, 5)]
+    for B, T in shapes:
+        x = torch.randn(B, T, C)
+        where = f"{n} heads like Head({C}, {hs}, {bs}) and x of shape {_shape(x)}"
+        projected = [_Projected(h, x) for h in heads]
+        outs = [_head_output(p) for p in projected]
+
+        def build(projected=projected, **how):
+            return torch.cat([_head_output(p, **how) for p in projected], -1)
+
+        case = SimpleNamespace(C=C, hs=hs, n=n, B=B, T=T, outs=outs, width=n * hs, build=build)
+        got, watch = _call(fn, list(heads), x.clone(), inputs=where, case=case)
+        _compare(got, torch.cat(outs, -1), what="your output", where=where, case=case, table=_MULTIHEAD_ROWS)
+        calls = watch.calls["scaled_dot_product_attention"]
+        if calls == 0:
+            _fail("multihead/no-sdpa")
+        if calls > 1:
+            _fail("multihead/one-call", calls=calls)
+        if watch.sdpa_axes[0] != 4:
+            _fail("multihead/not-4d", axes=watch.sdpa_axes[0])
+    return (f"one call of F.scaled_dot_product_attention on (B, {n}, T, {hs}) tensors equals "
+            f"torch.cat([h(x) for h in heads], -1) (tested {_tested('T', [s[1] for s in shapes])}; "
+            f"{n} heads of size {hs})")
+
+
+# ---------------------------------------------------------------------------------------------
+# chapter 6
+
+_PREVIOUS_ROWS = _table(
+    ("previous/not-a-head", "`{name}` should be a head like Fig. 6's, with key and query nn.Linear "
+     "layers; missing or not nn.Linear: {missing}", None),
+    ("previous/weight-shape", "wrong weight shape: head.{part}.weight is {got_shape}, but "
+     "nn.Linear({C}, {hs}) stores its weight as (out, in) = ({hs}, {C}) and computes x @ weight.T; a "
+     "matrix W written for x @ W goes in as W.T", None),
+    ("previous/one-hot-size", "the inputs are one-hot position vectors, one axis per position, so the "
+     "head needs C >= block_size; this one has C = {C} and block_size = {bs}", None),
+    ("previous/next", "your query t matches the key of position t + 1 best, but the causal mask hides the "
+     "future, so row {t} falls back on nearly even weights over 0..{t} ({prev:.2f} on t - 1); shift the "
+     "other way. If you wrote W for x @ W, remember that nn.Linear computes x @ weight.T, so it needs W.T",
+     None),
+    ("previous/self", "your head attends to itself: row {t} puts {own:.2f} on position {t} (the diagonal) "
+     "and {prev:.2f} on t - 1; query t matches its own key best, which is what W_Q = W_K tends to give; "
+     "make query t match the key of position t - 1 instead, by shifting one of the matrices by one position",
+     None),
+    ("previous/two-back", "your head looks two back: row {t} puts {two:.2f} on position t - 2 and only "
+     "{prev:.2f} on t - 1; shift by one position, not two", None),
+    ("previous/too-soft", "your head prefers t - 1, but softly: row {t} puts only {prev:.2f} on t - 1, and "
+     "at least 0.9 is needed; the scores are divided by √head_size = {root:.3g}, so make the score of "
+     "(t, t - 1) larger: multiply W_Q (or W_K) by a bigger number", None),
+    ("previous/weak", "row {t} puts only {prev:.2f} on position t - 1; its largest weight, {top:.2f}, is on "
+     "position {s}. (Row 0 is not tested: its only allowed key is itself, so it is always [1, 0, 0, ...].)",
+     None),
+)
+
+
+@_check
+def check_previous_token_head(head):
+    """Chapter 6, the exercise "set W_Q and W_K by hand": a head that attends to the previous position.
+
+    ``head`` is a head built like Fig. 6's ``Head(C, head_size, block_size)`` with C = block_size (or
+    more), whose ``query`` and ``key`` weights the learner has set by hand; or, so that a stub reports
+    "not yet implemented", a function of no arguments returning it. The check reads only
+    ``head.query``, ``head.key`` (bias included) and the size of ``head.tril`` (block_size; C when the
+    head has no ``tril``), never the learner's forward.
+
+    Inputs: one-hot position vectors, ``x = torch.eye(block_size, C)[None]`` (row t is position t), so
+    the scores are ``q @ kᵀ / √head_size`` of those rows with the future masked, as in
+    :class:`attention_lab.reference.ReferenceHead`. Passes when every position t >= 1 puts at least
+    0.9 of its weight on t - 1; row 0 is skipped (its only allowed key is itself, so it is [1, 0, ...]).
+
+    Names: a weight stored as (in, out) instead of (out, in), C too small for one-hot positions,
+    attending to the next position (masked, so the row falls back), attending to itself (W_Q = W_K),
+    looking two back, weights too soft (with the weight on t - 1), and any other weak row.
+    """
+    if callable(head) and not isinstance(head, nn.Module):
+        head, _ = _call(head, inputs="no arguments")
+    name = _name(head)
+    missing = [n for n in ("key", "query") if not isinstance(getattr(head, n, None), nn.Linear)]
+    if missing:
+        _fail("previous/not-a-head", name=name, missing=", ".join(missing))
+    for part in ("query", "key"):
+        layer = getattr(head, part)
+        C, hs = layer.in_features, layer.out_features
+        if tuple(layer.weight.shape) != (hs, C):
+            _fail("previous/weight-shape", part=part, got_shape=_shape(layer.weight), C=C, hs=hs)
+    C, hs = head.query.in_features, head.query.out_features
+    tril = getattr(head, "tril", None)
+    bs = tril.shape[-1] if isinstance(tril, torch.Tensor) else C
+    if C < bs:
+        _fail("previous/one-hot-size", C=C, bs=bs)
+    x = torch.eye(bs, C)[None]  # (1, T, C): row t is the one-hot vector of position t
+    q, k = _project(x, head.query)[0], _project(x, head.key)[0]  # (T, hs) each
+    scores = q @ k.T / math.sqrt(hs)  # (T, T), before the mask
+    w = _weights(scores)
+    t = torch.arange(1, bs)
+    prev = w[t, t - 1]
+    worst = int(t[prev.argmin()])
+    if prev.min() >= 0.9:
+        return (f"every position t >= 1 puts at least 0.9 of its weight on t - 1 (lowest {prev.min():.2f}, "
+                f"at t = {worst}; block_size {bs}); row 0 can only be [1, 0, 0, ...]")
+    fields = dict(t=worst, prev=float(w[worst, worst - 1]), own=float(w[worst, worst]), root=math.sqrt(hs))
+    rows = range(1, bs)
+    favourite = [int(w[r, : r + 1].argmax()) for r in rows]  # each row's largest allowed weight
+    if bs > 2 and sum(int(scores[r].argmax()) == r + 1 for r in range(bs - 1)) > (bs - 1) / 2:
+        _fail("previous/next", **fields)
+    if sum(f == r for f, r in zip(favourite, rows)) > len(rows) / 2:
+        _fail("previous/self", **fields)
+    if bs > 2 and sum(f == r - 2 for f, r in zip(favourite, rows) if r >= 2) > (bs - 2) / 2:
+        worst2 = max(2, worst)
+        _fail("previous/two-back", **{**fields, "t": worst2, "prev": float(w[worst2, worst2 - 1]),
+                                      "two": float(w[worst2, worst2 - 2])})
+    if all(f == r - 1 for f, r in zip(favourite, rows)):
+        _fail("previous/too-soft", **fields)
+    s = int(w[worst, : worst + 1].argmax())
+    _fail("previous/weak", **fields, top=float(w[worst, s]), s=s)
