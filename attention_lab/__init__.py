@@ -1,9 +1,16 @@
 """Helpers for the course "Self-Attention by Hand".
 
-The lesson's own code lives in the notebooks under ``lessons/``; this package holds only what is not
-the lesson: plots (:mod:`attention_lab.plots`), live explorers (:mod:`attention_lab.explorers`),
-checks for the exercises (:mod:`attention_lab.checks`) and a small text corpus
-(:mod:`attention_lab.text`). Importing it has no side effects: nothing is seeded, drawn or displayed.
+The lesson's own code lives in the notebooks under ``lessons/``; this package holds what is not the
+lesson, one job a module:
+
+- :mod:`attention_lab.plots`: every picture (heatmaps, the explorers' fast frames, diagrams);
+- :mod:`attention_lab.explorers`: the widgets beside the pictures, and each chapter's maths behind them;
+- :mod:`attention_lab.checks`: the exercise checks, which name the mistake they find;
+- :mod:`attention_lab.text`: the tiny-Shakespeare corpus, shipped inside the package;
+- :mod:`attention_lab.training`: the model and training loop behind chapter 6's trained head;
+- :mod:`attention_lab.reference`: the package's own copy of Fig. 6's head, for checks and explorers.
+
+Importing it has no side effects: nothing is seeded, drawn, displayed or configured.
 """
 
 __version__ = "0.1.0"

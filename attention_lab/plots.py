@@ -1,30 +1,45 @@
-"""Heatmaps of attention weights, drawn with matplotlib.
+"""Every picture of the course, drawn with matplotlib.
 
-Used by every chapter: chapter 1 draws the normalized ``tril`` average (Fig. 2), chapter 2 the raw
-score grid, chapter 3 the softmax weights before and after scaling, chapter 4 the masked weights
-(Fig. 5) and chapter 5 the weights of one head (Fig. 6). The explorers in
-:mod:`attention_lab.explorers` draw with the same :class:`HeatmapArtist`, so a picture in a widget
-and a picture in a figure look alike.
+Notebook figures: :func:`attention_heatmap` draws one (T, T) matrix (chapters 1, 2, 4, 5, 6) and
+:func:`show_heatmaps` draws several side by side, each on the colour scale of its kind (chapter 4:
+scores, masked scores, weights). The explorers (:mod:`attention_lab.explorers`) draw with the same
+:class:`HeatmapArtist` into a :class:`Frame`, which redraws a figure fast and returns its picture.
 
-Conventions: keys run along the x axis ("key position"), queries down the y axis ("query
-position"); weights use a fixed 0..1 colour scale and the perceptually uniform ``viridis`` map;
-cells carry their numbers when T is small; the figure background is opaque white so the plot stays
-readable on a dark page. Nothing here prints, seeds, or changes matplotlib's global settings.
+Conventions, the same in every picture: keys along the x axis ("key position"), queries down the y
+axis ("query position"); one colour map per meaning: ``viridis`` on a fixed 0..1 scale for weights,
+the diverging ``RdBu_r`` centred on 0 for scores, light grey for a masked (-inf) score; numbers in the
+cells when T <= 8; an opaque white background, so a picture reads the same on a light or a dark page.
+Sizes of text are given in CSS pixels (``*_PX``): a figure inch is :data:`CSS_DPI` CSS pixels, and
+pictures carry :data:`SCALE` times as many pixels, so they stay sharp on high-density screens.
+Nothing here prints, seeds, or changes matplotlib's global settings.
 """
 
 from __future__ import annotations
 
 import io
+import struct
+import zlib
 from collections.abc import Sequence
 
 import numpy as np
 from matplotlib import colormaps
 from matplotlib.colors import Normalize
 from matplotlib.figure import Figure
-from matplotlib.ticker import FixedLocator, FuncFormatter
+from matplotlib.font_manager import FontProperties, findfont, get_font
+from matplotlib.ticker import FixedLocator, NullLocator
 
-# largest T that gets numbers in its cells when annotate is left to decide
-ANNOTATE_MAX_T = 8
+ANNOTATE_MAX_T = 8  # largest T that gets numbers in its cells when annotate is left to decide
+CSS_DPI = 80  # CSS pixels per figure inch: a (3.6, 3.2) inch figure shows as 288 x 256 CSS px
+SCALE = 2  # picture pixels per CSS pixel
+CELL_PX = 9.0  # numbers in the cells, CSS px
+TICK_PX = 9.0  # tick labels (positions or characters), CSS px
+MASKED = "#d4d4d4"  # a score of -inf: no colour on the diverging scale means "masked"
+
+KINDS = {
+    # kind: (colour map, colour bar label, number format)
+    "weights": ("viridis", "attention weight", "{:.2f}"),
+    "scores": ("RdBu_r", "score", "{:.1f}"),
+}
 
 # visible stand-ins for characters that would otherwise print as nothing
 _VISIBLE = {" ": "␣", "\n": "⏎", "\t": "⇥", "\r": "␍"}
@@ -41,362 +56,637 @@ def to_numpy(matrix) -> np.ndarray:
         matrix = matrix.detach().cpu().numpy()
     arr = np.asarray(matrix, dtype=float)
     if arr.ndim != 2:
-        raise ValueError(f"expected a 2-D (T, T) matrix of weights; got an array of shape {arr.shape}")
+        raise ValueError(f"expected a 2-D (T, T) matrix; got an array of shape {arr.shape}")
     return arr
-
-
-def _check_tokens(tokens, n_rows: int, n_cols: int) -> list[str] | None:
-    if tokens is None:
-        return None
-    chars = list(tokens)
-    if len(chars) != n_cols or len(chars) != n_rows:
-        raise ValueError(
-            f"tokens must give one character per position: expected {n_cols}, got {len(chars)}"
-        )
-    return [token_label(ch) for ch in chars]
 
 
 def contrast_color(rgba) -> str:
     """Return "black" or "white", whichever reads better on a cell of colour ``rgba``."""
     r, g, b = (float(c) for c in rgba[:3])
     # relative luminance (sRGB weights); viridis' yellow end is light, its purple end dark
-    luminance = 0.2126 * r + 0.7152 * g + 0.0722 * b
-    return "black" if luminance > 0.45 else "white"
+    return "black" if 0.2126 * r + 0.7152 * g + 0.0722 * b > 0.45 else "white"
 
 
-class HeatmapArtist:
-    """One heatmap on an existing Axes, created once and updated in place.
-
-    :func:`attention_heatmap` uses it for a single picture; the explorers keep one per figure and
-    call :meth:`update` on every change, which only moves data and text (no new figure, axes or
-    colorbar), so an update is cheap.
-    """
-
-    def __init__(
-        self,
-        ax,
-        vmin: float = 0.0,
-        vmax: float = 1.0,
-        cmap: str = "viridis",
-        colorbar: bool = True,
-        colorbar_label: str = "attention weight",
-        xlabel: str = "key position",
-        ylabel: str = "query position",
-        max_annotate: int = ANNOTATE_MAX_T,
-        fmt: str = "{:.2f}",
-        fontsize: float = 7.0,
-        stamp: bool = False,
-    ):
-        self.ax = ax
-        # stamp=True: cell numbers are blended into the rendered frame by stamp_cells (fast path)
-        self.stamper = TextStamper(fontsize, ax.figure.dpi) if stamp else None
-        self._cells = []
-        self.fmt = fmt
-        self.fontsize = fontsize
-        self.max_annotate = max_annotate
-        self.cmap = colormaps[cmap]
-        self.norm = Normalize(vmin=vmin, vmax=vmax)
-        # interpolation "nearest" keeps each cell a crisp square at any size
-        self.im = ax.imshow(
-            np.zeros((1, 1)), cmap=self.cmap, norm=self.norm, interpolation="nearest", aspect="equal"
-        )
-        ax.set_xlabel(xlabel)
-        ax.set_ylabel(ylabel)
-        # fixed label places: matplotlib otherwise measures every tick label on every draw
-        ax.xaxis.set_label_coords(0.5, -0.11)
-        ax.yaxis.set_label_coords(-0.13, 0.5)
-        self.colorbar = None
-        if colorbar:
-            self.colorbar = ax.figure.colorbar(self.im, ax=ax, fraction=0.046, pad=0.04)
-            self.colorbar.set_label(colorbar_label)
-        # a pool of cell texts, made once and reused: creating text artists is what makes redraws slow
-        self._texts = [
-            ax.text(0, 0, "", ha="center", va="center", fontsize=fontsize, visible=False)
-            for _ in range(max_annotate * max_annotate)
-        ]
-        self._shape = None
-        self._tokens = None
-        self._n_ticks = 0
-        self._tick_size = None
-        self._labels = None
-        self._steps = (1, 1)
-
-    def update(self, matrix, tokens=None, annotate: bool | None = None, title: str | None = None):
-        """Draw ``matrix`` (T_q, T_k); ``tokens`` labels both axes; returns the numpy array drawn."""
-        arr = to_numpy(matrix)
-        n_rows, n_cols = arr.shape
-        labels = _check_tokens(tokens, n_rows, n_cols)
-        if annotate is None:
-            annotate = max(n_rows, n_cols) <= ANNOTATE_MAX_T
-        if annotate and max(n_rows, n_cols) > self.max_annotate:
-            raise ValueError(
-                f"annotate=True writes at most {self.max_annotate}x{self.max_annotate} cells; "
-                f"got a {n_rows}x{n_cols} matrix (pass annotate=False)"
-            )
-        self.im.set_data(arr)
-        self.im.set_extent((-0.5, n_cols - 0.5, n_rows - 0.5, -0.5))
-        ax = self.ax
-        if self._shape != arr.shape or self._tokens != labels:
-            self._set_ticks(n_rows, n_cols, labels)
-            self._shape, self._tokens = arr.shape, labels
-        if title is not None:
-            # an explicit y skips the title's automatic placement, which is slow
-            ax.set_title(title, fontsize=9, y=1.0, pad=4)
-        k = 0
-        self._cells = []
-        if annotate and self.stamper is not None:
-            colors = self.cmap(self.norm(arr))
-            fontsize = self.fontsize if max(n_rows, n_cols) <= 6 else self.fontsize - 1
-            self._cells = [
-                (j, i, self.fmt.format(arr[i, j]), (0, 0, 0) if contrast_color(colors[i, j]) == "black" else (1, 1, 1), fontsize)
-                for i in range(n_rows) for j in range(n_cols)
-            ]
-        elif annotate:
-            colors = self.cmap(self.norm(arr))
-            fontsize = self.fontsize if max(n_rows, n_cols) <= 6 else self.fontsize - 1
-            for i in range(n_rows):
-                for j in range(n_cols):
-                    t = self._texts[k]
-                    t.set_position((j, i))
-                    t.set_text(self.fmt.format(arr[i, j]))
-                    t.set_color(contrast_color(colors[i, j]))
-                    t.set_fontsize(fontsize)
-                    t.set_visible(True)
-                    k += 1
-        for t in self._texts[k:]:
-            if t.get_visible():
-                t.set_visible(False)
-        return arr
-
-    def stamp_cells(self, rgba: np.ndarray) -> None:
-        """Write the last update's cell numbers and token labels into a rendered RGBA frame.
-
-        Only with ``stamp=True``; the frame must be the figure as just drawn (same size and layout).
-        """
-        if self.stamper is None:
-            return
-        H = rgba.shape[0]
-        to_px = self.ax.transData.transform
-        items = []
-        if self._cells:
-            pts = to_px(np.array([(j, i) for j, i, *_ in self._cells], dtype=float))
-            items += [(x, H - y, s, c, fs) for (x, y), (_, _, s, c, fs) in zip(pts, self._cells)]
-        if self._shape is not None:
-            # tick labels: the tokens, or every `step`-th position number
-            n_rows, n_cols = self._shape
-            size = self._tick_size - 1
-            gap = 3.0  # pixels between the axes and a label
-            xs = to_px(np.array([(j, n_rows - 0.5) for j in range(n_cols)], dtype=float))
-            ys = to_px(np.array([(-0.5, i) for i in range(n_rows)], dtype=float))
-            for j, (x, y) in enumerate(xs):
-                lab = self._tick_text(j, self._steps[0])
-                if lab:
-                    h = self.stamper.sprite(lab, size + 1).shape[0]
-                    items.append((x, H - y + gap + h / 2, lab, (0, 0, 0), size))
-            for i, (x, y) in enumerate(ys):
-                lab = self._tick_text(i, self._steps[1])
-                if lab:
-                    w = self.stamper.sprite(lab, size + 1).shape[1]
-                    items.append((x - gap - w / 2, H - y, lab, (0, 0, 0), size))
-        if items:
-            self.stamper.stamp(rgba, items)
-
-    def _tick_text(self, i: int, step: int) -> str:
-        if i % step:
-            return ""
-        return self._labels[i] if self._labels is not None else str(i)
-
-    def _set_ticks(self, n_rows: int, n_cols: int, labels):
-        # one tick per position, made once and reused: only the labels' text changes per frame
-        # (matplotlib draws just the ticks inside the view, and an empty label costs nothing)
-        n = max(n_rows, n_cols)
-        if self.stamper is not None:
-            # stamped labels need no tick machinery at all, the cheapest axis to draw
-            if self._n_ticks == 0:
-                self.ax.set_xticks([])
-                self.ax.set_yticks([])
-                self._n_ticks = -1
-        elif n > self._n_ticks:
-            self._n_ticks = max(n, 2 * self._n_ticks)
-            locator = np.arange(self._n_ticks)
-            self.ax.xaxis.set_major_locator(FixedLocator(locator))
-            self.ax.yaxis.set_major_locator(FixedLocator(locator))
-            self.ax.xaxis.set_major_formatter(FuncFormatter(lambda v, pos: self._tick_label(v, n_cols=True)))
-            self.ax.yaxis.set_major_formatter(FuncFormatter(lambda v, pos: self._tick_label(v, n_cols=False)))
-        size = 7 if n <= 16 else 6
-        if size != self._tick_size:
-            if self.stamper is None:
-                self.ax.tick_params(labelsize=size)
-            self._tick_size = size
-        self._labels = labels
-        # label every position while that stays legible, else every few
-        self._steps = (
-            1 if labels is not None or n_cols <= 16 else max(1, n_cols // 8),
-            1 if labels is not None or n_rows <= 16 else max(1, n_rows // 8),
-        )
-
-    def _tick_label(self, v, n_cols: bool) -> str:
-        i = int(round(v))
-        step = self._steps[0] if n_cols else self._steps[1]
-        if i % step:
-            return ""
-        if self.stamper is not None:
-            return ""  # stamped into the frame by stamp_cells, like the cell numbers
-        if self._labels is not None:
-            return self._labels[i] if 0 <= i < len(self._labels) else ""
-        return str(i)
+def _pt(px: float) -> float:
+    """Points for a text of ``px`` CSS pixels in a figure of CSS_DPI."""
+    return px * 72 / CSS_DPI
 
 
-class TextStamper:
-    """Writes short strings into an RGBA buffer from cached glyph bitmaps.
+def new_figure(figsize=(3.6, 3.2), pyplot: bool = False) -> Figure:
+    """Return a white-backed Figure of ``figsize`` inches (CSS_DPI CSS px each).
 
-    Drawing 64 cell numbers as matplotlib Text artists is most of a frame's cost; the numbers
-    come from a small set ("0.00" .. "1.00"), so each is rasterized once with FreeType (the same
-    font matplotlib uses) and then only blended into the frame. Used by the explorers' heatmaps.
-    """
-
-    def __init__(self, fontsize: float, dpi: float):
-        from matplotlib.font_manager import FontProperties, findfont, get_font
-
-        self._font = get_font(findfont(FontProperties()))
-        self.fontsize, self.dpi = fontsize, dpi
-        self._cache: dict[tuple[str, float], np.ndarray] = {}
-
-    def sprite(self, s: str, fontsize: float) -> np.ndarray:
-        """The coverage (0..1) bitmap of ``s`` at ``fontsize`` points."""
-        key = (s, fontsize)
-        if key not in self._cache:
-            if len(self._cache) > 2048:
-                self._cache.clear()  # bounded: free-form strings would otherwise pile up
-            font = self._font
-            font.set_size(fontsize, self.dpi)
-            font.set_text(s, 0.0)
-            font.draw_glyphs_to_bitmap(antialiased=True)
-            self._cache[key] = np.asarray(font.get_image(), dtype=np.float32) / 255.0
-        return self._cache[key]
-
-    def stamp(self, rgba: np.ndarray, items) -> None:
-        """Blend ``items`` = [(x_px, y_px_from_top, text, (r, g, b), fontsize)] centred into ``rgba``."""
-        H, W = rgba.shape[:2]
-        for x, y, s, color, fontsize in items:
-            a = self.sprite(s, fontsize + 1)  # FreeType alone renders a touch smaller than Text
-            h, w = a.shape
-            top, left = int(round(y - h / 2)), int(round(x - w / 2))
-            if top < 0 or left < 0 or top + h > H or left + w > W:
-                continue
-            region = rgba[top : top + h, left : left + w, :3].astype(np.float32)
-            a3 = a[..., None]
-            rgba[top : top + h, left : left + w, :3] = (region * (1 - a3) + np.asarray(color, np.float32) * 255 * a3 + 0.5).astype(np.uint8)
-
-
-def new_figure(figsize=(3.6, 3.2), dpi: int = 80, pyplot: bool = False) -> Figure:
-    """Return a matplotlib Figure with an Agg canvas and an opaque white background.
-
-    By default it is made directly, not through pyplot: it is registered nowhere, never shows up in
-    a notebook by itself and needs no ``plt.close`` (the explorers draw into such figures). With
-    ``pyplot=True`` it is a pyplot figure, which a notebook shows once, at the end of the cell, the
-    way every matplotlib plot shows (the notebook-facing functions below use this).
+    By default it is made directly, with an Agg canvas at SCALE times the pixels: registered nowhere,
+    never shown by a notebook by itself, no ``plt.close`` needed (the explorers draw into such
+    figures). With ``pyplot=True`` it is a pyplot figure at CSS_DPI, which a notebook shows once at
+    the end of the cell; the notebook's ``%config InlineBackend.figure_format = "retina"`` gives it
+    twice the pixels.
     """
     if pyplot:
         import matplotlib.pyplot as plt
 
-        fig = plt.figure(figsize=figsize, dpi=dpi, facecolor="white")
+        fig = plt.figure(figsize=figsize, dpi=CSS_DPI, facecolor="white")
     else:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
 
-        fig = Figure(figsize=figsize, dpi=dpi, facecolor="white")
+        fig = Figure(figsize=figsize, dpi=CSS_DPI * SCALE, facecolor="white")
         FigureCanvasAgg(fig)
-    fig.patch.set_alpha(1.0)
     return fig
 
 
-def attention_heatmap(
-    weights,
-    ax=None,
-    tokens=None,
-    annotate: bool | None = None,
-    title: str | None = None,
-    vmin: float = 0.0,
-    vmax: float = 1.0,
-    colorbar: bool = True,
-    cmap: str = "viridis",
-    colorbar_label: str = "attention weight",
-):
-    """Draw one (T, T) attention matrix and return its matplotlib Axes.
+class HeatmapArtist:
+    """One heatmap on an Axes, made once and updated in place by :meth:`update`.
 
-    Used in chapters 1 to 5 for the Figs. 2, 5 and 6 pictures. ``weights`` is a (T, T) tensor or
-    array; keys along x, queries along y; a fixed ``vmin``..``vmax`` colour scale (0..1 by default,
-    so two pictures compare by colour); ``annotate=None`` writes the numbers in the cells when
-    T <= 8; ``tokens`` (a string or list of characters, one per position) labels both axes.
-    With ``ax=None`` a new white-backed pyplot figure is made (``ax.figure`` holds it); a notebook
-    shows it at the end of the cell, so end the call with ``;`` or ``plt.show()``.
+    ``kind`` is "weights" (viridis, ``vmin``..``vmax`` = 0..1) or "scores" (RdBu_r, symmetric
+    ``-limit``..``limit``; -inf cells are masked grey). With ``stamped=True`` (the explorers) the
+    cell numbers and tick labels are not matplotlib Text artists: :meth:`stamps` lists them and a
+    :class:`Frame` blends them into the rendered picture, which is most of what makes a redraw fast.
     """
+
+    def __init__(self, ax, kind: str = "weights", limit: float | None = None, colorbar: bool = True,
+                 colorbar_label: str | None = None, stamped: bool = False):
+        if kind not in KINDS:
+            raise ValueError(f"kind must be one of {sorted(KINDS)}; got {kind!r}")
+        cmap, label, self.fmt = KINDS[kind]
+        if kind == "scores":
+            limit = 1.0 if limit is None else float(limit)
+            self.norm = Normalize(-limit, limit)
+        else:
+            self.norm = Normalize(0.0, 1.0)
+        self.ax, self.kind, self.stamped = ax, kind, stamped
+        self.cmap = colormaps[cmap].with_extremes(bad=MASKED)
+        # "nearest" keeps each cell a crisp square at any size
+        self.im = ax.imshow(np.zeros((1, 1)), cmap=self.cmap, norm=self.norm, interpolation="nearest")
+        ax.set_xlabel("key position")
+        ax.set_ylabel("query position")
+        # fixed label places: matplotlib otherwise measures every tick label on every draw
+        ax.xaxis.set_label_coords(0.5, -0.1)
+        ax.yaxis.set_label_coords(-0.12, 0.5)
+        if stamped:
+            ax.xaxis.set_major_locator(NullLocator())
+            ax.yaxis.set_major_locator(NullLocator())
+        else:
+            ax.tick_params(labelsize=_pt(TICK_PX), length=2)
+        self.colorbar = None
+        if colorbar:
+            self.colorbar = ax.figure.colorbar(self.im, ax=ax, fraction=0.046, pad=0.04)
+            self.colorbar.set_label(colorbar_label or label)
+            self.colorbar.ax.tick_params(labelsize=_pt(TICK_PX))
+        self.matrix = None
+        self.labels: list[str] | None = None
+        self._cells: list[tuple[int, int, str, str]] = []
+        self._texts = []
+
+    def update(self, matrix, tokens=None, annotate: bool | None = None) -> np.ndarray:
+        """Draw ``matrix`` (T_q, T_k); ``tokens`` (one character per position) label both axes."""
+        arr = to_numpy(matrix)
+        n_rows, n_cols = arr.shape
+        if tokens is not None and not (len(tokens) == n_rows == n_cols):
+            raise ValueError(f"tokens must give one character per position: expected {n_cols}, got {len(tokens)}")
+        if annotate is None:
+            annotate = max(n_rows, n_cols) <= ANNOTATE_MAX_T
+        shown = np.ma.masked_invalid(arr)  # -inf (a masked score) takes the grey "bad" colour
+        self.im.set_data(shown)
+        self.im.set_extent((-0.5, n_cols - 0.5, n_rows - 0.5, -0.5))
+        self.matrix = arr
+        self.labels = None if tokens is None else [token_label(ch) for ch in tokens]
+        self._cells = []
+        if annotate:
+            colors = self.cmap(self.norm(shown))
+            self._cells = [(j, i, self._number(arr[i, j]), contrast_color(colors[i, j]))
+                           for i in range(n_rows) for j in range(n_cols)]
+        if not self.stamped:
+            self._draw_texts(n_rows, n_cols)
+        return arr
+
+    def _number(self, v: float) -> str:
+        if np.isneginf(v):
+            return "−∞"
+        return self.fmt.format(v).replace("-", "−")
+
+    def _draw_texts(self, n_rows: int, n_cols: int):
+        for t in self._texts:
+            t.remove()
+        self._texts = [self.ax.text(j, i, s, ha="center", va="center", color=c, fontsize=_pt(CELL_PX))
+                       for j, i, s, c in self._cells]
+        for axis, n in ((self.ax.xaxis, n_cols), (self.ax.yaxis, n_rows)):
+            step = self._step(n)
+            axis.set_major_locator(FixedLocator(range(0, n, step)))
+            axis.set_ticklabels([self._tick(i) for i in range(0, n, step)])
+
+    def _step(self, n: int) -> int:
+        # every position while that stays legible, else every few
+        return 1 if self.labels is not None or n <= 16 else max(1, n // 8)
+
+    def _tick(self, i: int) -> str:
+        return self.labels[i] if self.labels is not None else str(i)
+
+    def stamps(self) -> list[tuple]:
+        """The texts a Frame blends in: ``(x, y, text, color, size_px, anchor)`` in display pixels.
+
+        ``y`` counts from the bottom (matplotlib's display coordinates); ``anchor`` is the text
+        box's point placed at (x, y): "center", "top" (tick labels under the x axis) or "right"
+        (tick labels left of the y axis).
+        """
+        if self.matrix is None:
+            return []
+        n_rows, n_cols = self.matrix.shape
+        data = self.ax.transData.transform
+        gap = 3 * self.ax.figure.dpi / CSS_DPI  # between the axes and a tick label
+        items = []
+        if self._cells:
+            points = data(np.array([(j, i) for j, i, _, _ in self._cells], dtype=float))
+            items += [(x, y, s, c, CELL_PX, "center") for (x, y), (_, _, s, c) in zip(points, self._cells)]
+        x_step, y_step = self._step(n_cols), self._step(n_rows)
+        for j in range(0, n_cols, x_step):
+            x, y = data((j, n_rows - 0.5))
+            items.append((x, y - gap, self._tick(j), "black", TICK_PX, "top"))
+        for i in range(0, n_rows, y_step):
+            x, y = data((-0.5, i))
+            items.append((x - gap, y, self._tick(i), "black", TICK_PX, "right"))
+        return items
+
+
+class _Stamper:
+    """Blends short strings into an RGBA buffer from glyph bitmaps cached by (text, size), each placed
+    on its baseline as matplotlib places text (so "g", "d" and "," line up with their neighbours)."""
+
+    def __init__(self, scale: float):
+        self._font = get_font(findfont(FontProperties()))  # matplotlib's default font
+        self.scale = scale
+        self._cache: dict[tuple[str, float], tuple[np.ndarray, float]] = {}
+
+    def sprite(self, s: str, px: float) -> tuple[np.ndarray, float]:
+        """The coverage (0..1) bitmap of ``s`` at ``px`` CSS pixels, and its depth below the baseline."""
+        key = (s, px)
+        if key not in self._cache:
+            if len(self._cache) > 4096:
+                self._cache.clear()  # bounded: typed text would otherwise pile up
+            self._font.set_size(px * self.scale, 72)  # at 72 dpi a point is a pixel
+            self._font.set_text(s, 0.0)
+            self._font.draw_glyphs_to_bitmap(antialiased=True)
+            bitmap = np.asarray(self._font.get_image(), dtype=np.float32) / 255.0
+            self._cache[key] = (bitmap, self._font.get_descent() / 64)
+        return self._cache[key]
+
+    def stamp(self, rgba: np.ndarray, items) -> None:
+        H, W = rgba.shape[:2]
+        for x, y, s, color, px, anchor in items:
+            a, descent = self.sprite(s, px)
+            h, w = a.shape
+            digits = self.sprite("0", px)[0].shape[0]  # the height of a digit, baseline to top
+            # the baseline, in rows from the top: digits centred on y, or hanging from y ("top")
+            baseline = H - y + (digits if anchor == "top" else digits / 2)
+            top = int(round(baseline - (h - descent)))
+            left = int(round(x - (w if anchor == "right" else w / 2)))
+            if top < 0 or left < 0 or top + h > H or left + w > W:
+                continue
+            rgb = np.array((0, 0, 0) if color == "black" else (255, 255, 255), np.float32)
+            region = rgba[top : top + h, left : left + w, :3].astype(np.float32)
+            a3 = a[..., None]
+            rgba[top : top + h, left : left + w, :3] = (region * (1 - a3) + rgb * a3 + 0.5).astype(np.uint8)
+
+
+class Frame:
+    """A figure drawn once and then redrawn fast; :meth:`png` and :meth:`webp` return its picture.
+
+    The first call draws everything except the artists that change (each heatmap's image and the
+    spines over it, and ``extra``, e.g. a marker) and saves that as the background. Every call restores the background, draws only the
+    dynamic artists, blends in the heatmaps' cell numbers and tick labels (:meth:`HeatmapArtist.stamps`)
+    and encodes the pixels. Used by every explorer.
+    """
+
+    def __init__(self, fig: Figure, heatmaps: Sequence[HeatmapArtist], extra: Sequence = ()):
+        self.fig = fig
+        self.heatmaps, self.extra = list(heatmaps), list(extra)
+        self.dynamic = [a for h in self.heatmaps for a in (h.im, *h.ax.spines.values())] + self.extra
+        self._background = None
+        self._stamper = _Stamper(fig.dpi / CSS_DPI)
+
+    @property
+    def css_size(self) -> tuple[int, int]:
+        """(width, height) in CSS pixels: the size a picture is shown at."""
+        w, h = self.fig.canvas.get_width_height()
+        return round(w * CSS_DPI / self.fig.dpi), round(h * CSS_DPI / self.fig.dpi)
+
+    def pixels(self) -> np.ndarray:
+        """The frame as an (H, W, 4) uint8 RGBA array."""
+        canvas = self.fig.canvas
+        if self._background is None:
+            for a in self.dynamic:
+                a.set_visible(False)
+            canvas.draw()
+            self._background = canvas.copy_from_bbox(self.fig.bbox)
+            for a in self.dynamic:
+                a.set_visible(True)
+        canvas.restore_region(self._background)
+        for a in self.dynamic:
+            self.fig.draw_artist(a)
+        # the canvas' own buffer: the texts are blended straight into it (the next frame restores the
+        # whole background, so nothing of them stays behind)
+        rgba = np.asarray(canvas.buffer_rgba())
+        for heat in self.heatmaps:
+            self._stamper.stamp(rgba, heat.stamps())
+        return rgba
+
+    def png(self) -> bytes:
+        """The frame as PNG bytes, fast (the live picture in a kernel)."""
+        return fast_png(self.pixels())
+
+    def webp(self) -> bytes:
+        """The frame as lossless WebP bytes: the same colours as :meth:`png`, about a third of the size
+        (the pictures pre-rendered into the static book, which carries many)."""
+        from PIL import Image
+
+        buf = io.BytesIO()
+        Image.fromarray(np.ascontiguousarray(self.pixels()[..., :3])).save(
+            buf, format="webp", lossless=True, quality=100, method=2)
+        return buf.getvalue()
+
+
+def _png_chunk(tag: bytes, data: bytes) -> bytes:
+    return struct.pack(">I", len(data)) + tag + data + struct.pack(">I", zlib.crc32(tag + data) & 0xFFFFFFFF)
+
+
+def fast_png(rgba: np.ndarray) -> bytes:
+    """Encode an (H, W, 4) uint8 frame as an RGBA PNG: no row filters, zlib level 1.
+
+    Choosing a filter for every row is most of Pillow's encoding time; a heatmap frame is flat colour,
+    which zlib alone packs to about the same size in a third of the time. The frame is opaque, and
+    keeping its alpha channel makes the copy a plain copy of each row.
+    """
+    H, W = rgba.shape[:2]
+    raw = np.empty((H, 1 + 4 * W), np.uint8)
+    raw[:, 0] = 0  # filter type None on every row
+    raw[:, 1:] = rgba.reshape(H, 4 * W)
+    return (b"\x89PNG\r\n\x1a\n" + _png_chunk(b"IHDR", struct.pack(">IIBBBBB", W, H, 8, 6, 0, 0, 0))
+            + _png_chunk(b"IDAT", zlib.compress(raw, 1)) + _png_chunk(b"IEND", b""))
+
+
+def variance_panel(ax, d_values: Sequence[int], variances: Sequence[float]):
+    """Draw Var(q·k) against d_k, raw and divided by d_k (= the variance of q·k/√d_k), on log-log
+    axes; return the ring marker that an explorer moves to the current d_k (chapter 3)."""
+    ax.plot(d_values, variances, "o-", color="#d95f02", ms=3, label="raw q·k")
+    ax.plot(d_values, [v / d for v, d in zip(variances, d_values)], "s-", color="#1b9e77", ms=3, label="q·k / √d_k")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log", base=2)
+    ax.set(xlabel="d_k", ylabel="Var(q·k)")
+    ax.set_title("variance of the scores", fontsize=_pt(12))
+    ax.legend(fontsize=_pt(TICK_PX), loc="upper left")
+    ax.grid(alpha=0.3)
+    (marker,) = ax.plot([1], [1], "o", ms=9, mfc="none", mec="black", mew=1.5)
+    return marker
+
+
+def _finite_limit(arrays) -> float:
+    finite = [np.abs(a[np.isfinite(a)]).max() for a in arrays if np.isfinite(a).any()]
+    return max(finite, default=1.0) or 1.0
+
+
+def attention_heatmap(matrix, ax=None, tokens=None, annotate: bool | None = None, title: str | None = None,
+                      kind: str = "weights", limit: float | None = None, colorbar_label: str | None = None):
+    """Draw one (T, T) matrix and return its Axes (chapters 1, 2, 4, 5 and 6).
+
+    ``kind="weights"`` (default) uses viridis on a fixed 0..1 scale, so two pictures compare by
+    colour; ``kind="scores"`` a diverging scale centred on 0, ±``limit`` (default: the largest finite
+    |score|), with -inf cells grey. ``annotate=None`` writes numbers in the cells when T <= 8;
+    ``tokens`` (a string or list of characters) labels both axes. With ``ax=None`` a new pyplot figure
+    is made (``ax.figure``), which a notebook shows at the end of the cell: end with ``plt.show()``.
+    """
+    arr = to_numpy(matrix)
+    if kind == "scores" and limit is None:
+        limit = _finite_limit([arr])
     if ax is None:
         ax = new_figure(pyplot=True).add_subplot()
-    HeatmapArtist(ax, vmin=vmin, vmax=vmax, cmap=cmap, colorbar=colorbar, colorbar_label=colorbar_label).update(
-        weights, tokens=tokens, annotate=annotate, title=title
-    )
+    HeatmapArtist(ax, kind=kind, limit=limit, colorbar_label=colorbar_label).update(arr, tokens, annotate)
+    if title is not None:
+        ax.set_title(title, fontsize=_pt(12))
     return ax
 
 
-def show_heatmaps(
-    matrices: Sequence,
-    titles: Sequence[str] | None = None,
-    tokens=None,
-    annotate: bool | None = None,
-    vmin: float = 0.0,
-    vmax: float = 1.0,
-    cmap: str = "viridis",
-    colorbar_label: str = "attention weight",
-    figsize: tuple[float, float] | None = None,
-    dpi: int = 80,
-) -> Figure:
-    """Draw several (T, T) matrices side by side with one shared colorbar; return the Figure.
+def show_heatmaps(matrices: Sequence, titles: Sequence[str], kinds: Sequence[str] | None = None,
+                  tokens=None, annotate: bool | None = None) -> Figure:
+    """Draw several (T, T) matrices side by side and return the Figure (chapter 4: scores, masked
+    scores and weights).
 
-    Modelled on d2l's ``show_heatmaps``. Used in chapter 3 (weights before and after scaling) and
-    chapter 4 (before and after masking). ``titles`` gives one title per matrix. The figure is a
-    pyplot figure, shown once at the end of a notebook cell.
+    ``kinds`` gives each panel's kind ("weights" by default, or "scores"); panels of one kind share
+    one colour scale and one colour bar (scores: ±the largest finite |score| of all score panels).
     """
     mats = [to_numpy(m) for m in matrices]
-    if not mats:
-        raise ValueError("matrices must hold at least one (T, T) matrix; got none")
-    if titles is not None and len(titles) != len(mats):
-        raise ValueError(f"titles must give one title per matrix: expected {len(mats)}, got {len(titles)}")
-    n = len(mats)
-    fig = new_figure(figsize=figsize or (2.9 * n + 0.8, 3.0), dpi=dpi, pyplot=True)
-    axes = fig.subplots(1, n, squeeze=False)[0]
+    kinds = list(kinds) if kinds is not None else ["weights"] * len(mats)
+    if not mats or len(titles) != len(mats) or len(kinds) != len(mats):
+        raise ValueError(f"give one title and one kind per matrix: got {len(mats)} matrices, "
+                         f"{len(titles)} titles and {len(kinds)} kinds")
+    limit = _finite_limit([m for m, k in zip(mats, kinds) if k == "scores"])
+    import matplotlib.pyplot as plt
+
+    fig = plt.figure(figsize=(2.6 * len(mats) + 1.0, 3.0), dpi=CSS_DPI, facecolor="white", layout="constrained")
+    axes = fig.subplots(1, len(mats), squeeze=False)[0]
     artists = []
-    for i, (ax, m) in enumerate(zip(axes, mats)):
-        art = HeatmapArtist(ax, vmin=vmin, vmax=vmax, cmap=cmap, colorbar=False)
-        art.update(m, tokens=tokens, annotate=annotate, title=None if titles is None else titles[i])
-        if i > 0:
+    for n, (ax, m, t, k) in enumerate(zip(axes, mats, titles, kinds)):
+        art = HeatmapArtist(ax, kind=k, limit=limit, colorbar=False)
+        art.update(m, tokens, annotate)
+        ax.set_title(t, fontsize=_pt(12))
+        if n:
             ax.set_ylabel("")
         artists.append(art)
-    cbar = fig.colorbar(artists[0].im, ax=list(axes), fraction=0.046, pad=0.04)
-    cbar.set_label(colorbar_label)
+    for kind in dict.fromkeys(kinds):
+        group = [a for a, k in zip(artists, kinds) if k == kind]
+        bar = fig.colorbar(group[0].im, ax=[a.ax for a in group], shrink=0.8, pad=0.02)
+        bar.set_label(KINDS[kind][1])
+        bar.ax.tick_params(labelsize=_pt(TICK_PX))
     return fig
 
 
-def figure_png(fig: Figure, colors: int | None = None, compress_level: int = 1) -> bytes:
-    """Render ``fig`` with Agg and return PNG bytes.
+# ---- diagrams (chapters 2 and 5) ----------------------------------------------------------------
 
-    ``colors`` (e.g. 64) quantizes to a palette, which makes a pre-rendered picture 3 to 5 times
-    smaller; live pictures skip it because speed matters more there than size.
+DIAGRAM_PX = 688  # a diagram's width, CSS px: the book's text column at a 1280 px window
+DIAGRAM_TITLE_PX = 13.0  # a box's name
+DIAGRAM_TEXT_PX = 12.0  # the lines under it, labels and the legend
+FILL = {  # a box's colour says what it holds, the same in every diagram
+    "input": "#e6e6e6",  # x, grey
+    "learned": "#fdd9a8",  # weight matrices: the only learned parameters on a picture (orange)
+    "computed": "#cfe3f5",  # tensors computed from x (blue)
+    "buffer": "white",  # tril, drawn dashed: stored with the module, never learned
+    "step": "white",  # scale, mask and softmax: no parameters
+}
+LEGEND = {"learned": "learned parameters", "computed": "computed from x", "buffer": "buffer, not learned",
+          "step": "step, no parameters"}
+
+
+def _diagram(width_units: float, height_units: float, y_down: bool):
+    """A blank pyplot figure DIAGRAM_PX wide, drawn in units of its own (y down or up); returns (fig, ax)."""
+    px = DIAGRAM_PX / width_units  # CSS px per unit
+    fig = new_figure((DIAGRAM_PX / CSS_DPI, height_units * px / CSS_DPI), pyplot=True)
+    ax = fig.add_axes((0, 0, 1, 1))
+    ax.set_xlim(0, width_units)
+    ax.set_ylim((height_units, 0) if y_down else (0, height_units))
+    ax.set_axis_off()
+    return fig, ax
+
+
+def _box(ax, cx, cy, w, h, title, lines, kind):
+    """A rounded box of colour FILL[kind], its title in bold and lines of text under it; returns its
+    left and right edges. A line ending in ``.T`` is code: monospace."""
+    from matplotlib.patches import FancyBboxPatch
+
+    ax.add_patch(FancyBboxPatch((cx - w / 2, cy - h / 2), w, h, boxstyle="round,pad=0,rounding_size=7",
+                                facecolor=FILL[kind], edgecolor="#444444", linewidth=1.1,
+                                linestyle="--" if kind == "buffer" else "-"))
+    down = 1 if ax.yaxis_inverted() else -1  # towards the bottom of the picture
+    step = DIAGRAM_TEXT_PX * 1.4 * ax.get_xlim()[1] / DIAGRAM_PX  # one line, in drawing units
+    top = cy - down * len(lines) * step / 2
+    ax.text(cx, top, title, ha="center", va="center", fontsize=_pt(DIAGRAM_TITLE_PX), fontweight="bold")
+    for n, line in enumerate(lines, 1):
+        code = line.endswith(".T")
+        ax.text(cx, top + down * n * step, line, ha="center", va="center", color="#222222",
+                fontsize=_pt(DIAGRAM_TEXT_PX - code), family="monospace" if code else None)
+    return cx - w / 2, cx + w / 2
+
+
+def _arrow(ax, start, end):
+    from matplotlib.patches import FancyArrowPatch
+
+    ax.add_patch(FancyArrowPatch(start, end, arrowstyle="-|>", mutation_scale=12, color="#444444",
+                                 linewidth=1.2, shrinkA=2, shrinkB=2))
+
+
+def _legend(ax, kinds, x, y, dx, dy):
+    """One swatch and label per kind, starting at (x, y), each (dx, dy) from the last."""
+    from matplotlib.patches import Rectangle
+
+    for n, kind in enumerate(kinds):
+        sx, sy = x + n * dx, y + n * dy
+        ax.add_patch(Rectangle((sx, sy - 7), 20, 14, facecolor=FILL[kind], edgecolor="#444444", linewidth=0.9,
+                               linestyle="--" if kind == "buffer" else "-"))
+        ax.text(sx + 28, sy, LEGEND[kind], va="center", fontsize=_pt(DIAGRAM_TEXT_PX), color="#262626")
+
+
+def _shape3(name: str, t) -> tuple[int, int, int]:
+    shape = tuple(getattr(t, "shape", ()))
+    if len(shape) != 3:
+        raise ValueError(f"{name} must be a tensor with three axes, (B, T, ...); got shape {shape}")
+    return shape
+
+
+def qkv_flow(x, q, k, v, scores) -> Figure:
+    """Draw chapter 2's flow, x -> W_Q, W_K, W_V -> q, k, v -> scores, with shapes; return the Figure.
+
+    Every number on the picture is read from the tensors given: ``x`` (B, T, C), ``q``, ``k``, ``v``
+    (B, T, hs) and ``scores`` (B, T, T), so re-executing the chapter redraws it true. The weight
+    matrices are shown as the maths writes them, (C, hs) = ``layer.weight.T``. A pyplot figure
+    :data:`DIAGRAM_PX` CSS px wide: a notebook shows it at the end of the cell (``plt.show()``).
     """
-    fig.canvas.draw()
-    return rgba_png(np.asarray(fig.canvas.buffer_rgba()), colors=colors, compress_level=compress_level)
+    B, T, C = _shape3("x", x)
+    hs = _shape3("q", q)[-1]
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if _shape3(name, t) != (B, T, hs):
+            raise ValueError(f"{name} must have shape (B, T, hs) = {(B, T, hs)}, like x's (B, T) and q's "
+                             f"head size; got {tuple(t.shape)}")
+    if _shape3("scores", scores) != (B, T, T):
+        raise ValueError(f"scores must have shape (B, T, T) = {(B, T, T)}; got {tuple(scores.shape)}")
+
+    fig, ax = _diagram(688, 300, y_down=False)
+    rows = {"Q": 240, "K": 156, "V": 72}  # the heights of the three paths
+    x_right = _box(ax, 56, rows["K"], 100, 72, "x", ["(B, T, C)", f"({B}, {T}, {C})"], "input")[1]
+    right = {}
+    for r, y in rows.items():
+        layer = {"Q": "query", "K": "key", "V": "value"}[r]
+        w_left, w_right = _box(ax, 212, y, 132, 72, f"$\\mathbf{{W_{r}}}$",
+                               [f"{layer}.weight.T", f"(C, hs) = ({C}, {hs})"], "learned")
+        _arrow(ax, (x_right, rows["K"]), (w_left, y))
+        t_left, right[r] = _box(ax, 398, y, 118, 72, r.lower(), ["(B, T, hs)", f"({B}, {T}, {hs})"], "computed")
+        _arrow(ax, (w_right, y), (t_left, y))
+    # q and k meet in one matrix product; v waits
+    mid, op_x = (rows["Q"] + rows["K"]) / 2, 516
+    ax.text(op_x, mid, "q @ kᵀ", ha="center", va="center", fontsize=_pt(DIAGRAM_TEXT_PX),
+            bbox={"boxstyle": "round,pad=0.45,rounding_size=0.8", "facecolor": "white", "edgecolor": "#444444"})
+    _arrow(ax, (right["Q"], rows["Q"]), (op_x - 30, mid + 8))
+    _arrow(ax, (right["K"], rows["K"]), (op_x - 30, mid - 8))
+    s_left, _ = _box(ax, 630, mid, 108, 72, "scores", ["(B, T, T)", f"({B}, {T}, {T})"], "computed")
+    _arrow(ax, (op_x + 34, mid), (s_left, mid))
+    ax.text(right["V"] + 12, rows["V"], "waits for the\nweights (chapter 4)", ha="left", va="center",
+            fontsize=_pt(DIAGRAM_TEXT_PX), color="#555555", style="italic")
+    _legend(ax, ["learned", "computed"], 16, 15, 170, 0)
+    return fig
 
 
-def rgba_png(rgba: np.ndarray, colors: int | None = None, compress_level: int = 1) -> bytes:
-    """Encode an (H, W, 4) uint8 RGBA buffer as PNG bytes (opaque RGB, optionally palettized)."""
-    from PIL import Image as PILImage
+def saturation_curves(scales: Sequence[float], largest: dict, gradient: dict,
+                      marks: Sequence[float] = ()) -> Figure:
+    """Draw softmax saturation as curves and return the Figure (chapter 3).
 
-    img = PILImage.fromarray(np.ascontiguousarray(rgba[..., :3]))
-    buf = io.BytesIO()
-    if colors is not None:
-        # median cut, no dithering: flat cells stay flat and compress well
-        img = img.quantize(colors=colors, method=PILImage.Quantize.MEDIANCUT, dither=PILImage.Dither.NONE)
-        img.save(buf, format="png", optimize=True)
-    else:
-        img.save(buf, format="png", compress_level=compress_level)
-    return buf.getvalue()
+    For a row of logits multiplied by a growing scale ``s``: on the left the largest softmax weight,
+    on the right its gradient with respect to its own logit, both against ``s``. ``largest`` and
+    ``gradient`` map a curve's label (e.g. "[1, 0] × s") to one value per entry of ``scales``;
+    ``marks`` are scales drawn as dotted vertical lines. A pyplot figure: end the cell with
+    ``plt.show()``.
+    """
+    scales = list(scales)
+    if list(largest) != list(gradient):
+        raise ValueError(f"largest and gradient must name the same curves; got {list(largest)} "
+                         f"and {list(gradient)}")
+    for name, ys in (*largest.items(), *gradient.items()):
+        if len(ys) != len(scales):
+            raise ValueError(f"curve {name!r} needs one value per scale: expected {len(scales)}, "
+                             f"got {len(ys)}")
+    fig = new_figure(figsize=(6.8, 2.9), pyplot=True)
+    fig.set_layout_engine("constrained")
+    ax_w, ax_g = fig.subplots(1, 2)
+    colors = ["#d95f02", "#1b9e77", "#7570b3", "#e7298a"]
+    for ax, curves, ylabel in ((ax_w, largest, "largest weight"),
+                               (ax_g, gradient, "gradient of the largest weight")):
+        for (name, ys), color in zip(curves.items(), colors):
+            ax.plot(scales, ys, color=color, lw=1.8, label=name)
+        for s in marks:
+            ax.axvline(s, color="0.45", ls=":", lw=1)
+        ax.set_xlabel("scale s of the logits")
+        ax.set_ylabel(ylabel)
+        ax.set_xlim(min(scales), max(scales))
+        ax.tick_params(labelsize=_pt(TICK_PX))
+        ax.grid(alpha=0.3)
+    ax_w.set_ylim(0, 1.02)
+    ax_g.set_ylim(bottom=0)
+    ax_w.set_title("the softmax saturates", fontsize=_pt(12))
+    ax_g.set_title("and its gradient vanishes", fontsize=_pt(12))
+    ax_w.legend(fontsize=_pt(TICK_PX), loc="lower right")
+    return fig
+
+
+def head_diagram(head, x) -> Figure:
+    """Draw a head like Fig. 6's ``Head`` as a block diagram with the shape of every tensor (chapter 5).
+
+    The shapes are read, not written: ``head`` is run on ``x`` (B, T, C) through its ``key``,
+    ``query`` and ``value`` layers and as a whole, and the mask's size is ``head.tril``'s, so the
+    picture follows the module and the input it is given. Colours as in :func:`qkv_flow`; the ``tril``
+    buffer is dashed and the step without parameters (scale, mask, softmax) white. A pyplot figure
+    :data:`DIAGRAM_PX` CSS px wide: a notebook shows it at the end of the cell (``plt.show()``).
+    """
+    got = tuple(getattr(x, "shape", ()))
+    if len(got) != 3:
+        raise ValueError(f"x must be a tensor of shape (B, T, C), the head's input; got shape {got}")
+    missing = [n for n in ("key", "query", "value", "tril") if not hasattr(head, n)]
+    if missing:
+        raise ValueError(f"head must have key, query, value and tril, like Fig. 6's Head; it has no "
+                         f"{', '.join(missing)}")
+    B, T, _ = (int(n) for n in got)
+    k, q, v = head.key(x), head.query(x), head.value(x)  # (B, T, hs) each
+    out = head(x)  # (B, T, hs)
+    hs = int(k.shape[-1])
+    bs = tuple(int(n) for n in head.tril.shape)
+
+    def shape(names, sizes):
+        return f"({names}) = {tuple(int(n) for n in sizes)}"
+
+    fig, ax = _diagram(700, 600, y_down=True)
+    cols = {"query": 130, "key": 350, "value": 590}  # centres of the three branches
+    tensors = {"query": ("q", q), "key": ("k", k), "value": ("v", v)}
+    _box(ax, 350, 38, 300, 50, "x", [shape("B, T, C", x.shape)], "input")
+    for name, cx in cols.items():
+        layer = getattr(head, name)
+        bias = "no bias" if layer.bias is None else "with bias"
+        _arrow(ax, (350 + (cx - 350) * 0.25, 63), (cx, 100))
+        _box(ax, cx, 125, 190, 50, name, [f"Linear({layer.in_features}, {layer.out_features}), {bias}"], "learned")
+        _arrow(ax, (cx, 150), (cx, 185))
+        symbol, t = tensors[name]
+        _box(ax, cx, 210, 190, 50, symbol, [shape("B, T, hs", t.shape)], "computed")
+    _arrow(ax, (cols["query"], 235), (200, 275))
+    _arrow(ax, (cols["key"], 235), (280, 275))
+    _box(ax, 240, 300, 220, 50, "scores = q @ kᵀ", [shape("B, T, T", (B, T, T))], "computed")
+    _arrow(ax, (240, 325), (240, 360))
+    _box(ax, 240, 390, 250, 60, f"÷ √{hs}, mask, softmax", ["future → −∞, rows sum to 1"], "step")
+    _box(ax, 485, 390, 170, 60, "tril (buffer)", [f"{bs}, block_size {bs[0]}"], "buffer")
+    _arrow(ax, (400, 390), (365, 390))
+    ax.text(485, 431, f"sliced to tril[:{T}, :{T}]", ha="center", va="top", fontsize=_pt(DIAGRAM_TEXT_PX),
+            color="#262626")
+    _arrow(ax, (240, 420), (240, 450))
+    _box(ax, 240, 475, 220, 50, "weights", [shape("B, T, T", (B, T, T))], "computed")
+    _arrow(ax, (240, 500), (300, 540))
+    _arrow(ax, (cols["value"], 235), (cols["value"], 540))
+    _box(ax, 415, 565, 370, 50, "out = weights @ v", [shape("B, T, hs", out.shape)], "computed")
+    _legend(ax, ["learned", "buffer", "computed", "step"], 14, 522, 0, 20)
+    return fig
+
+
+# ---- chapter 6: a trained head ----------------------------------------------------------------
+
+MODEL_COLORS = ("#1b9e77", "#d95f02", "#7570b3")  # one per model, in the order given
+
+
+def loss_curves(steps: Sequence[int], curves: dict, levels: dict | None = None,
+                zoom_from: int | None = None) -> Figure:
+    """Draw loss curves against training steps and return the Figure (chapter 6).
+
+    ``curves`` maps a model's name to ``{"training": [...], "validation": [...]}``, one loss per entry
+    of ``steps`` (either may be missing): each model has its colour, validation solid, training
+    dashed. ``levels`` maps a label to a loss drawn as a dotted horizontal line (e.g. the loss of a
+    uniform guess). With ``zoom_from`` a second panel shows the steps from there on, its loss axis
+    fitted to them. A pyplot figure: end the cell with ``plt.show()``.
+    """
+    steps = list(steps)
+    for name, split in curves.items():
+        for part, ys in split.items():
+            if len(ys) != len(steps):
+                raise ValueError(f"{name}'s {part} curve needs one loss per step: expected {len(steps)}, "
+                                 f"got {len(ys)}")
+    fig = new_figure(figsize=(6.8, 3.3), pyplot=True)
+    fig.set_layout_engine("constrained")
+    axes = fig.subplots(1, 2 if zoom_from is not None else 1, squeeze=False)[0]
+    for n, ax in enumerate(axes):
+        keep = [i for i, s in enumerate(steps) if n == 0 or s >= zoom_from]
+        shown = []
+        for (name, split), color in zip(curves.items(), MODEL_COLORS):
+            for part, style in (("validation", "-"), ("training", "--")):
+                if part in split:
+                    ys = [split[part][i] for i in keep]
+                    shown += ys
+                    ax.plot([steps[i] for i in keep], ys, style, color=color, lw=1.6, label=f"{name}, {part}")
+        ax.set_xlim(steps[keep[0]], steps[keep[-1]])
+        if n == 0:
+            for label, level in (levels or {}).items():
+                ax.axhline(level, color="0.45", ls=":", lw=1)
+                ax.text(steps[keep[-1]], level, f"{label} ", ha="right", va="top", fontsize=_pt(TICK_PX),
+                        color="0.3")
+            ax.set_ylabel("loss (nats per character)")
+            ax.set_title("all steps", fontsize=_pt(12))
+        else:
+            pad = 0.08 * (max(shown) - min(shown))
+            ax.set_ylim(min(shown) - pad, max(shown) + pad)
+            ax.set_title(f"from step {zoom_from:,}, zoomed in", fontsize=_pt(12))
+        ax.set_xlabel("training step")
+        ax.tick_params(labelsize=_pt(TICK_PX))
+        ax.grid(alpha=0.3)
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, fontsize=_pt(TICK_PX), loc="outside lower center", ncols=len(curves) * 2,
+               frameon=False)
+    return fig
+
+
+def distance_bars(profiles: dict, max_distance: int = 8, level: tuple[str, float] | None = None) -> Figure:
+    """Draw mean attention weight against distance (0 = the query's own position, 1 = the one before,
+    ...) as side-by-side bars, one colour per head, and return the Figure (chapter 6).
+
+    ``profiles`` maps a head's name to its weights by distance (entry d = distance d); the first
+    ``max_distance`` distances are drawn, on the 0..1 scale of every weight in the course. ``level``,
+    ``(label, weight)``, is drawn as a dotted line named in the legend (e.g. an even spread). A pyplot
+    figure: end the cell with ``plt.show()``.
+    """
+    if not profiles:
+        raise ValueError("profiles must name at least one head")
+    fig = new_figure(figsize=(6.8, 2.9), pyplot=True)
+    fig.set_layout_engine("constrained")
+    ax = fig.add_subplot()
+    width = 0.8 / len(profiles)
+    for n, ((name, values), color) in enumerate(zip(profiles.items(), MODEL_COLORS)):
+        ys = [float(v) for v in list(values)[:max_distance]]
+        xs = [d - 0.4 + width * (n + 0.5) for d in range(len(ys))]
+        bars = ax.bar(xs, ys, width=width, color=color, label=name)
+        ax.bar_label(bars, fmt="%.2f", fontsize=_pt(TICK_PX - 1), padding=1)
+    if level is not None:
+        ax.axhline(level[1], color="0.45", ls=":", lw=1, label=level[0])
+    ax.set_xticks(range(max_distance))
+    ax.set_xlabel("distance back from the query (characters)")
+    ax.set_ylabel("mean attention weight")
+    ax.set_ylim(0, 1)
+    ax.tick_params(labelsize=_pt(TICK_PX))
+    ax.grid(alpha=0.3, axis="y")
+    ax.legend(fontsize=_pt(TICK_PX), loc="upper right")
+    return fig

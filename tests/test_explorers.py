@@ -1,10 +1,11 @@
-"""Unit tests of attention_lab.explorers, driven headless: set controls, compare with weights
-computed here independently, check bad-input messages, the static grid and the coalescing."""
+"""Unit tests of attention_lab.explorers, driven headless: set controls, compare with weights computed
+here independently, check bad-input messages, the static grid, pixel density and the coalescing."""
 
 import asyncio
 import base64
 import html
 import io
+import json
 import math
 import re
 
@@ -20,8 +21,7 @@ import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 from PIL import Image as PILImage  # noqa: E402
 
-from attention_lab import explorers, text  # noqa: E402
-from attention_lab.plots import token_label  # noqa: E402
+from attention_lab import explorers, plots, text  # noqa: E402
 
 needs_stack = pytest.mark.skipif(not explorers.has_stack(), reason="static grid needs ipywidgets >= 8 (Stack)")
 
@@ -50,31 +50,35 @@ class Head(nn.Module):
         return F.softmax(scores, dim=-1) @ v
 
 
-def expected_head_weights(chars, head_size=16, block_size=32, seed=1337):
-    # built here from scratch: embeddings then the head, under the seed, then SDPA
+def modules(head_size=16, block_size=32, seed=1337):
+    # built here from scratch: embeddings then the head, under the seed
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         tok = nn.Embedding(len(text.vocab()), 384)
         pos = nn.Embedding(block_size, 384)
         head = Head(384, head_size, block_size)
+    return tok, pos, head
+
+
+def expected_head_weights(chars, head_size=16, block_size=32, seed=1337, parts=None):
+    tok, pos, head = parts or modules(head_size, block_size, seed)
     with torch.no_grad():
-        ids = torch.tensor([text.encode(chars)])
-        x = tok(ids) + pos(torch.arange(len(chars)))
+        x = tok(torch.tensor([text.encode(chars)])) + pos(torch.arange(len(chars)))
         return sdpa_weights(head.query(x)[0], head.key(x)[0], causal=True)
 
 
-def pixels(png):
-    return np.asarray(PILImage.open(io.BytesIO(png)).convert("RGB"), dtype=float)
+def pixels(picture):
+    return np.asarray(PILImage.open(io.BytesIO(picture)).convert("RGB"), dtype=float)
 
 
-IMG = re.compile(r'<img src="data:image/png;base64,([A-Za-z0-9+/=]+)" alt="([^"]*)"')
+IMG = re.compile(r'<img src="data:image/webp;base64,([A-Za-z0-9+/=]+)" alt="([^"]*)" width="(\d+)" height="(\d+)"')
 
 
 def static_picture(widget):
-    """(PNG bytes, alt text) of a pre-rendered picture: an HTML widget holding one <img>."""
+    """(WebP bytes, alt text, CSS width, CSS height) of a pre-rendered picture: an HTML <img>."""
     assert isinstance(widget, widgets.HTML)
     (match,) = IMG.findall(widget.value)
-    return base64.b64decode(match[0]), html.unescape(match[1])
+    return base64.b64decode(match[0]), html.unescape(match[1]), int(match[2]), int(match[3])
 
 
 def all_widgets(w):
@@ -83,37 +87,58 @@ def all_widgets(w):
         yield from all_widgets(child)
 
 
-ALL_FACTORIES = [explorers.average_explorer, explorers.scores_explorer, explorers.scaling_explorer,
-                 explorers.masking_explorer, explorers.head_explorer]
+ALL = [explorers.average_explorer, explorers.scores_explorer, explorers.scaling_explorer,
+       explorers.masking_explorer, explorers.head_explorer, explorers.trained_explorer]
+_BUILT = {}
+
+
+def with_grid(factory):
+    """The explorer at its defaults, static grid included: built once per test module (it is slow)."""
+    if factory not in _BUILT:
+        _BUILT[factory] = factory()
+    return _BUILT[factory]
 
 
 # ---- general ---------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("factory", ALL_FACTORIES)
-def test_factory_returns_a_widget_with_named_controls(factory):
+@pytest.mark.parametrize("factory", ALL)
+def test_a_live_explorer_has_named_controls_a_picture_and_its_caption(factory):
     ex = factory(static=False)
     assert isinstance(ex, widgets.VBox)
     assert ex.image.value[:8] == b"\x89PNG\r\n\x1a\n"
-    assert ex.message == ""
-    assert ex.weights is not None and ex.weights.ndim == 2
-    for ctrl in ex.controls.values():
-        assert ctrl.description
-    # the live picture's text alternative: a visible caption right under it
-    live = ex.children[0] if ex.children[0].children[-1] is ex.caption else None
-    live = live or next(w for w in all_widgets(ex) if isinstance(w, widgets.VBox) and ex.image in w.children)
+    assert ex.message == "" and ex.matrix is not None and ex.matrix.ndim == 2
+    assert all(ctrl.description for ctrl in ex.controls.values())
+    live = next(w for w in all_widgets(ex) if isinstance(w, widgets.VBox) and ex.image in w.children)
     assert list(live.children).index(ex.caption) == list(live.children).index(ex.image) + 1
     assert ex.caption.value.count("Showing: ") == 1 and "<img" not in ex.caption.value
 
 
-@pytest.mark.parametrize("factory", ALL_FACTORIES)
+@pytest.mark.parametrize("factory", ALL)
+def test_pictures_carry_twice_the_pixels_of_their_displayed_size(factory):
+    ex = factory(static=False)
+    w, h = ex.frame.css_size
+    assert (ex.image.width, ex.image.height) == (str(w), str(h))
+    assert PILImage.open(io.BytesIO(ex.image.value)).size == (2 * w, 2 * h)
+
+
+@pytest.mark.parametrize("factory", ALL)
 def test_no_image_carries_a_tooltip(factory):
     # ipywidgets 8.1's Image view throws on a tooltip (it reads description.length; PR 3921)
-    ex = factory()
+    ex = with_grid(factory)
     images = [w for w in all_widgets(ex) if isinstance(w, widgets.Image)]
-    assert images == [ex.image]  # the static grid uses HTML <img> pictures, not Images
-    for img in images:
-        assert not getattr(img, "tooltip", None)
+    assert images == [ex.image] and not getattr(ex.image, "tooltip", None)
+
+
+@pytest.mark.parametrize("factory, shown", [
+    (explorers.average_explorer, "AverageExplorer(T=8)"),
+    (explorers.masking_explorer, "MaskingExplorer(T=8, mask=True)"),
+    (explorers.head_explorer, "HeadExplorer(head_size=16, T=14, seed=1337, text='First Citizen:')"),
+    (explorers.trained_explorer, "TrainedExplorer(line='GREMIO:', text='GREMIO:', trained=True)"),
+])
+def test_the_text_a_notebook_stores_is_stable(factory, shown):
+    # a displayed widget's text/plain is its repr: it must not carry model ids or picture bytes
+    assert repr(factory(static=False)) == shown
 
 
 @pytest.mark.parametrize("factory, name, value, says", [
@@ -122,46 +147,59 @@ def test_no_image_carries_a_tooltip(factory):
     (explorers.scaling_explorer, "scale", False, "not scaled"),
     (explorers.masking_explorer, "mask", False, "no mask"),
     (explorers.head_explorer, "text", "First", "'First'"),
+    (explorers.trained_explorer, "trained", False, "of the untrained head"),
 ])
 def test_live_caption_follows_the_controls(factory, name, value, says):
     ex = factory(static=False)
     before = ex.caption.value
     assert says not in before
     ex.controls[name].value = value
-    assert ex.caption.value != before and says in ex.caption.value
-    shown = html.escape(ex._alt(ex.values()), quote=False)
-    assert ex.caption.value == f'<div style="line-height:1.4">Showing: {shown}</div>'
-    # a bad value leaves the picture and its caption as they were
-    if name == "text":
-        ex.controls["text"].value = "héllo"
+    shown = html.escape(ex.alt(ex.values(), ex.result), quote=False)
+    assert ex.caption.value == f'<div class="explorer-caption">Showing: {shown}</div>' and says in shown
+    if name == "text":  # a bad value leaves the picture and its caption as they were
+        ex.controls["text"].value = "hé"
         assert ex.message and says in ex.caption.value
 
 
-def test_building_an_explorer_leaves_the_global_seed_alone():
+def test_building_an_explorer_leaves_the_seed_and_the_thread_count_alone():
+    threads = torch.get_num_threads()
     torch.manual_seed(0)
     a = torch.rand(3)
     torch.manual_seed(0)
     explorers.head_explorer(static=False)
     explorers.scores_explorer(static=False)
     assert torch.equal(torch.rand(3), a)
+    assert torch.get_num_threads() == threads
 
 
 @pytest.mark.parametrize("call, match", [
-    (lambda: explorers.average_explorer(T=0), r"T must be from 1 to 16; got T=0"),
-    (lambda: explorers.average_explorer(T=20, max_T=16), r"got T=20"),
+    (lambda: explorers.average_explorer(T=0), r"T=0 is out of range: it must be from 1 to 16"),
+    (lambda: explorers.average_explorer(T=20, max_T=16), r"T=20 is out of range"),
     (lambda: explorers.average_explorer(T="8"), r"T must be a whole number; got '8'"),
-    (lambda: explorers.scores_explorer(head_size=0), r"head_size must be from 1 to 128; got head_size=0"),
-    (lambda: explorers.scaling_explorer(head_size=256), r"head_size must be from 1 to 128"),
-    (lambda: explorers.masking_explorer(T=40), r"T must be from 1 to 32; got T=40"),
-    (lambda: explorers.head_explorer(text=""), r"text must be a non-empty string"),
-    (lambda: explorers.head_explorer(text="héllo"), r"'é'"),
-    (lambda: explorers.head_explorer(text="First Citizen:", block_size=8), r"at most block_size=8 characters; got 14"),
+    (lambda: explorers.scores_explorer(max_head_size=0), r"max_head_size=0 is out of range"),
+    (lambda: explorers.scores_explorer(x=torch.zeros(2, 8, 384)), r"one sequence of shape \(T, C\)"),
+    (lambda: explorers.scores_explorer(limit=0), r"limit must be a positive number"),
+    (lambda: explorers.scaling_explorer(head_size=256), r"head_size=256 is out of range"),
+    (lambda: explorers.masking_explorer(T=40), r"T=40 is out of range: it must be from 1 to 32"),
+    (lambda: explorers.masking_explorer(q=torch.zeros(4, 16), k=torch.zeros(5, 16)), r"shapes \(4, 16\) and"),
+    (lambda: explorers.head_explorer(text=""), r"the text is empty"),
+    (lambda: explorers.head_explorer(text="hé"), r"'é'"),
+    (lambda: explorers.head_explorer(text="First Citizen:", block_size=8), r"has 14 characters, above block_size=8"),
     (lambda: explorers.head_explorer(Head=42), r"Head must be a class"),
     (lambda: explorers.masking_explorer(grid_T=()), r"grid_T must list at least one value"),
+    (lambda: explorers.average_explorer(grid_T=(3, 2)), r"increasing with no repeats"),
 ])
-def test_factory_arguments_are_checked(call, match):
+def test_arguments_are_checked_up_front(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+def test_one_checker_for_arguments_and_live_values():
+    with pytest.raises(ValueError, match=r"^T=9 is out of range: it must be from 1 to 8\.$"):
+        explorers.whole("T", 9, 1, 8)
+    with pytest.raises(explorers.BadInput, match=r"T must be a whole number; got True\. Move it\."):
+        explorers.whole("T", True, 1, 8, explorers.BadInput, "Move it.")
+    assert explorers.whole("T", np.int64(3), 1, 8) == 3
 
 
 # ---- chapter 1 -------------------------------------------------------------------------------
@@ -171,51 +209,53 @@ def test_average_draws_the_normalized_tril():
     ex = explorers.average_explorer(static=False)
     for T in (1, 5, 16):
         ex.controls["T"].value = T
-        expected = np.tril(np.ones((T, T))) / np.arange(1, T + 1)[:, None]
-        np.testing.assert_allclose(ex.weights, expected, atol=1e-7)
-        assert ex.weights.shape == (T, T)
-
-
-def test_png_changes_when_a_control_changes():
-    ex = explorers.average_explorer(static=False)
-    before = ex.image.value
-    ex.controls["T"].value = 3
-    assert ex.image.value != before
-    assert ex._art.ax.get_title() == "plain average, T=3"
+        np.testing.assert_allclose(ex.matrix, np.tril(np.ones((T, T))) / np.arange(1, T + 1)[:, None], atol=1e-7)
 
 
 def test_value_out_of_range_keeps_the_picture():
     ex = explorers.average_explorer(T=4, static=False)
-    png, weights = ex.image.value, ex.weights
+    png, matrix = ex.image.value, ex.matrix
     ex.controls["T"].max = 40  # a slider pushed past what the explorer allows
     ex.controls["T"].value = 40
-    assert "T=40 is out of range" in ex.message and "from 1 to 16" in ex.message
-    assert "Pick T" in ex.message
-    assert ex.image.value == png and ex.weights is weights
-    assert "T=40" in ex.message_area.value
+    assert ex.message == "T=40 is out of range: it must be from 1 to 16. Pick T between 1 and 16."
+    assert ex.image.value == png and ex.matrix is matrix and "T=40" in ex.message_area.value
     ex.controls["T"].value = 5  # a good value clears the message
-    assert ex.message == "" and ex.message_area.value == "" and ex.weights.shape == (5, 5)
+    assert ex.message == "" and ex.message_area.value == "" and ex.matrix.shape == (5, 5)
 
 
 # ---- chapter 2 -------------------------------------------------------------------------------
 
 
-def test_scores_match_an_independent_projection():
-    ex = explorers.scores_explorer(static=False)
-    g = torch.Generator().manual_seed(1337)
-    x = torch.randn(32, 384, generator=g)
+def chapter_two():
+    torch.manual_seed(7)
+    x = torch.randn(8, 384)
+    return x, nn.Linear(384, 16, bias=False), nn.Linear(384, 16, bias=False)
+
+
+def test_scores_start_on_the_chapters_own_scores():
+    x, query, key = chapter_two()
+    ex = explorers.scores_explorer(x, query, key, static=False)
+    assert ex.values() == {"head_size": 16, "T": 8}
+    with torch.no_grad():
+        np.testing.assert_allclose(ex.matrix, (query(x) @ key(x).T).numpy(), rtol=1e-5, atol=1e-5)
+    assert ex.frame.heatmaps[0].im.get_clim() == (-8.0, 8.0)  # diverging, centred on zero
+    assert ex.frame.heatmaps[0].im.get_cmap().name.startswith("RdBu_r")
+
+
+def test_other_head_sizes_use_the_chapters_rows_then_rows_drawn_like_nn_linear():
+    x, query, key = chapter_two()
+    ex = explorers.scores_explorer(x, query, key, seed=5, static=False)
+    g = torch.Generator().manual_seed(5)
     bound = 1 / math.sqrt(384)
-    W_q = (torch.rand(128, 384, generator=g) * 2 - 1) * bound
-    W_k = (torch.rand(128, 384, generator=g) * 2 - 1) * bound
-    for d, T in [(16, 8), (4, 12), (128, 3)]:
+    W_q = torch.cat([query.weight.detach(), (torch.rand(112, 384, generator=g) * 2 - 1) * bound])
+    W_k = torch.cat([key.weight.detach(), (torch.rand(112, 384, generator=g) * 2 - 1) * bound])
+    for d, T in [(4, 8), (64, 5), (128, 1)]:
         ex.controls["head_size"].value = d
         ex.controls["T"].value = T
-        q = F.linear(x[:T], W_q[:d])
-        k = F.linear(x[:T], W_k[:d])
-        np.testing.assert_allclose(ex.weights, (q @ k.T).numpy(), rtol=1e-5, atol=1e-5)
-        np.testing.assert_allclose(ex.result["scaled"], ex.weights / math.sqrt(d), rtol=1e-5, atol=1e-6)
-    # a diverging colour scale centred on zero
-    assert ex._art.im.get_clim() == (-8.0, 8.0)
+        q, k = x[:T] @ W_q[:d].T, x[:T] @ W_k[:d].T
+        np.testing.assert_allclose(ex.matrix, (q @ k.T).numpy(), rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(ex.result["scaled"], ex.matrix / math.sqrt(d), rtol=1e-5, atol=1e-6)
+    assert "d_k=128, T=1" in ex.caption.value and "divided by √d_k" in ex.caption.value
 
 
 def test_scores_d_k_below_one_is_a_message():
@@ -223,8 +263,7 @@ def test_scores_d_k_below_one_is_a_message():
     png = ex.image.value
     ex.controls["head_size"].min = 0
     ex.controls["head_size"].value = 0
-    assert "d_k=0 is out of range" in ex.message and "at least 1" in ex.message
-    assert ex.image.value == png
+    assert "d_k=0 is out of range" in ex.message and ex.image.value == png
 
 
 # ---- chapter 3 -------------------------------------------------------------------------------
@@ -233,14 +272,13 @@ def test_scores_d_k_below_one_is_a_message():
 def test_scaling_weights_and_peakedness():
     ex = explorers.scaling_explorer(static=False)
     g = torch.Generator().manual_seed(1337)
-    q = torch.randn(8, 128, generator=g)
-    k = torch.randn(8, 128, generator=g)
+    q, k = torch.randn(8, 128, generator=g), torch.randn(8, 128, generator=g)
     for d, scale in [(4, True), (4, False), (64, True), (64, False)]:
         ex.controls["head_size"].value = d
         ex.controls["scale"].value = scale
         z = q[:, :d] @ k[:, :d].T
         p = torch.softmax(z / math.sqrt(d) if scale else z, dim=-1).numpy()
-        np.testing.assert_allclose(ex.weights, p, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(ex.matrix, p, rtol=1e-5, atol=1e-6)
         assert ex.result["mean_max_weight"] == pytest.approx(p.max(axis=1).mean(), rel=1e-5)
         entropy = -(p * np.log2(np.clip(p, 1e-300, None))).sum(axis=1).mean()
         assert ex.result["mean_entropy_bits"] == pytest.approx(entropy, rel=1e-4, abs=1e-6)
@@ -256,82 +294,84 @@ def test_scaling_variance_grows_like_d_k_and_scaling_holds_it_near_one():
     ex.controls["scale"].value = False
     ex.controls["head_size"].value = 64
     assert ex.result["variance"] == pytest.approx(64, rel=0.15)
+    assert "Var(q·k) = " in ex.caption.value
     ex.controls["scale"].value = True
     assert ex.result["variance"] == pytest.approx(1, rel=0.15)
-    # the marker on the variance plot sits at the current d_k
-    assert list(ex._art["marker"].get_xdata()) == [64]
-
-
-def test_toggling_scale_changes_the_picture():
-    ex = explorers.scaling_explorer(static=False)
-    before = ex.image.value
-    ex.controls["scale"].value = False
-    assert ex.image.value != before
+    (marker,) = ex.frame.extra  # the marker on the variance plot sits at the current d_k
+    assert list(marker.get_xdata()) == [64]
 
 
 # ---- chapter 4 -------------------------------------------------------------------------------
+
+
+def test_masking_starts_on_the_chapters_own_q_and_k():
+    torch.manual_seed(3)
+    q, k = torch.randn(4, 8, 16), torch.randn(4, 8, 16)  # (B, T, hs) as in the chapter
+    ex = explorers.masking_explorer(q[0], k[0], static=False)
+    assert ex.values() == {"T": 8, "mask": True}
+    np.testing.assert_allclose(ex.matrix, sdpa_weights(q[0], k[0], causal=True), rtol=1e-5, atol=1e-6)
+    assert ex.matrix[0].tolist() == [1.0] + [0.0] * 7 and np.all(np.triu(ex.matrix, k=1) == 0)
+    ex.controls["mask"].value = False
+    assert np.all(ex.matrix[np.triu_indices(8, k=1)] > 0)
 
 
 @pytest.mark.parametrize("mask", [True, False])
 def test_masking_matches_scaled_dot_product_attention(mask):
     ex = explorers.masking_explorer(static=False)
     g = torch.Generator().manual_seed(1337)
-    q = torch.randn(32, 16, generator=g)
-    k = torch.randn(32, 16, generator=g)
+    q, k = torch.randn(32, 16, generator=g), torch.randn(32, 16, generator=g)
     ex.controls["mask"].value = mask
     for T in (1, 6, 32):
         ex.controls["T"].value = T
-        np.testing.assert_allclose(ex.weights, sdpa_weights(q[:T], k[:T], causal=mask), rtol=1e-5, atol=1e-6)
-
-
-def test_masked_rows_are_causal():
-    ex = explorers.masking_explorer(T=8, static=False)
-    w = ex.weights
-    assert w[0].tolist() == [1.0] + [0.0] * 7
-    assert np.all(np.triu(w, k=1) == 0)
-    np.testing.assert_allclose(w.sum(axis=1), 1, atol=1e-6)
-    ex.controls["mask"].value = False
-    assert np.all(ex.weights[np.triu_indices(8, k=1)] > 0)
+        np.testing.assert_allclose(ex.matrix, sdpa_weights(q[:T], k[:T], causal=mask), rtol=1e-5, atol=1e-6)
 
 
 # ---- chapter 5 -------------------------------------------------------------------------------
 
 
-def test_reference_head_matches_sdpa_and_puts_characters_on_the_axes():
+def test_reference_head_puts_characters_on_the_axes():
     ex = explorers.head_explorer(static=False)
-    np.testing.assert_allclose(ex.weights, expected_head_weights("First Citizen:"), rtol=1e-5, atol=1e-6)
-    assert ex._art._labels == [token_label(c) for c in "First Citizen:"]
-    assert "␣" in ex._art._labels
-    # the characters are stamped into the frame just below the x axis (matplotlib draws only tick marks)
+    np.testing.assert_allclose(ex.matrix, expected_head_weights("First Citizen:"), rtol=1e-5, atol=1e-6)
+    heat = ex.frame.heatmaps[0]
+    assert heat.labels == [plots.token_label(c) for c in "First Citizen:"] and "␣" in heat.labels
+    # the characters are stamped just below the x axis (matplotlib draws no tick labels here)
     img = pixels(ex.image.value)
-    (x0, y0), (x1, _) = ex._art.ax.transAxes.transform([(0, 0), (1, 1)])
+    (x0, y0), (x1, _) = heat.ax.transAxes.transform([(0, 0), (1, 1)])
     row0 = img.shape[0] - int(y0)
-    strip = img[row0 + 6 : row0 + 16, int(x0) : int(x1)]
-    assert (strip.min(axis=2) < 100).sum() > 20
+    strip = img[row0 + 8 : row0 + 30, int(x0) : int(x1)]
+    assert (strip.min(axis=2) < 100).sum() > 40
     ex.controls["text"].value = "First"
-    assert ex._art._labels == list("First")
+    assert heat.labels == list("First")
 
 
 def test_head_controls_change_the_weights():
     ex = explorers.head_explorer(static=False)
     ex.controls["head_size"].value = 4
-    np.testing.assert_allclose(ex.weights, expected_head_weights("First Citizen:", head_size=4), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(ex.matrix, expected_head_weights("First Citizen:", head_size=4), rtol=1e-5, atol=1e-6)
     ex.controls["seed"].value = 7
-    np.testing.assert_allclose(ex.weights, expected_head_weights("First Citizen:", head_size=4, seed=7),
-                               rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(ex.matrix, expected_head_weights("First Citizen:", 4, seed=7), rtol=1e-5, atol=1e-6)
     ex.controls["T"].value = 5
-    np.testing.assert_allclose(ex.weights, expected_head_weights("First", head_size=4, seed=7), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(ex.matrix, expected_head_weights("First", 4, seed=7), rtol=1e-5, atol=1e-6)
     ex.controls["text"].value = "Before we proceed"
     assert ex.controls["T"].value == 17  # T follows the text's length
-    np.testing.assert_allclose(ex.weights, expected_head_weights("Before we proceed", head_size=4, seed=7),
-                               rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(ex.matrix, expected_head_weights("Before we proceed", 4, seed=7), rtol=1e-5, atol=1e-6)
+
+
+def test_head_starts_on_the_chapters_own_modules():
+    parts = modules(head_size=16, block_size=8, seed=99)
+    ex = explorers.head_explorer(Head=Head, text="he gods ", seed=1337, start=parts, static=False)
+    assert ex.values()["head_size"] == 16 and ex.controls["T"].max == 8
+    np.testing.assert_allclose(ex.matrix, expected_head_weights("he gods ", parts=parts), rtol=1e-5, atol=1e-6)
+    ex.controls["seed"].value = 5  # another seed: new random modules of the same sizes
+    np.testing.assert_allclose(ex.matrix, expected_head_weights("he gods ", 16, 8, seed=5), rtol=1e-5, atol=1e-6)
+    ex.controls["seed"].value = 1337  # and back to the chapter's
+    np.testing.assert_allclose(ex.matrix, expected_head_weights("he gods ", parts=parts), rtol=1e-5, atol=1e-6)
 
 
 def test_learners_head_is_the_one_drawn():
     ex = explorers.head_explorer(Head=Head, static=False)
-    assert ex.message == ""
-    np.testing.assert_allclose(ex.weights, expected_head_weights("First Citizen:"), rtol=1e-5, atol=1e-6)
-    assert "your Head" in ex._art.ax.get_title()
+    assert ex.message == "" and "of a Head," in ex.caption.value
+    np.testing.assert_allclose(ex.matrix, expected_head_weights("First Citizen:"), rtol=1e-5, atol=1e-6)
 
     class Reversed(Head):
         # a different, still valid, causal head: the explorer must draw its weights, not the reference's
@@ -340,8 +380,7 @@ def test_learners_head_is_the_one_drawn():
             self.key, self.query = self.query, self.key
 
     other = explorers.head_explorer(Head=Reversed, static=False)
-    assert other.message == ""
-    assert not np.allclose(other.weights, ex.weights)
+    assert other.message == "" and not np.allclose(other.matrix, ex.matrix)
 
 
 @pytest.mark.parametrize("typed, expect", [
@@ -351,30 +390,28 @@ def test_learners_head_is_the_one_drawn():
 ])
 def test_bad_text_is_a_message_and_the_picture_stays(typed, expect):
     ex = explorers.head_explorer(static=False)
-    png, weights = ex.image.value, ex.weights
+    png, matrix = ex.image.value, ex.matrix
     ex.controls["text"].value = typed
     assert expect in ex.message
-    assert ex.image.value == png and ex.weights is weights
+    assert ex.image.value == png and ex.matrix is matrix
 
 
 def test_T_longer_than_the_text_and_bad_seed_are_messages():
     ex = explorers.head_explorer(text="First", static=False)
-    png = ex.image.value
     ex.controls["T"].value = 9
     assert "T=9 but the text has only 5 characters" in ex.message and "type more text or lower T" in ex.message
     ex.controls["T"].value = 5
     assert ex.message == ""
     png = ex.image.value
     ex.controls["seed"].value = -1
-    assert "seed=-1 is out of range" in ex.message
-    assert ex.image.value == png
+    assert "seed=-1 is out of range" in ex.message and ex.image.value == png
 
 
 def test_T_above_block_size_is_a_message():
     ex = explorers.head_explorer(text="First", block_size=8, static=False)
     ex.controls["T"].max = 12
     ex.controls["T"].value = 12
-    assert "T is above block_size=8" in ex.message
+    assert "T=12 is out of range: it must be from 1 to 8" in ex.message and "block_size=8" in ex.message
 
 
 class RaisingHead(Head):
@@ -395,10 +432,15 @@ class UnscaledHead(Head):
         T = x.shape[1]
         if T <= 5:
             return super().forward(x)
-        # forgets the 1/sqrt(d_k) scaling
-        k, q, v = self.key(x), self.query(x), self.value(x)
+        k, q, v = self.key(x), self.query(x), self.value(x)  # forgets the 1/sqrt(d_k) scaling
         scores = (q @ k.transpose(-2, -1)).masked_fill(self.tril[:T, :T] == 0, float("-inf"))
         return F.softmax(scores, dim=-1) @ v
+
+
+class NoTrilHead(nn.Module):
+    def __init__(self, C, head_size, block_size):
+        super().__init__()
+        self.key = self.query = self.value = nn.Linear(C, head_size, bias=False)
 
 
 class StubHead(Head):
@@ -414,16 +456,126 @@ class StubHead(Head):
 def test_a_broken_learner_head_is_a_message(cls, expect):
     ex = explorers.head_explorer(Head=cls, text="First", static=False)
     assert ex.message == ""
-    png, weights = ex.image.value, ex.weights
+    png, matrix = ex.image.value, ex.matrix
     ex.controls["text"].value = "First "  # six characters: the broken branch
     assert expect in ex.message
-    assert ex.image.value == png and ex.weights is weights
+    assert ex.image.value == png and ex.matrix is matrix
 
 
-def test_a_stub_head_says_not_written_yet():
-    ex = explorers.head_explorer(Head=StubHead, static=False)
-    assert "not written yet" in ex.message and "write the forward pass" in ex.message
-    assert ex.image.value == b"" and ex.weights is None
+@pytest.mark.parametrize("cls, expect", [
+    (StubHead, "not written yet (write the forward pass of Fig. 6)"),
+    (NoTrilHead, "your Head has no tril"),
+])
+def test_an_unfinished_head_is_a_message_from_the_start(cls, expect):
+    ex = explorers.head_explorer(Head=cls, static=False)
+    assert expect in ex.message
+    assert ex.image.value == b"" and ex.matrix is None
+
+
+# ---- chapter 6 -------------------------------------------------------------------------------
+
+LINES = ["GREMIO:", "Welcome, good Cambio.", "Good morrow, neighbour Baptista."]
+
+
+def shipped():
+    from attention_lab import training
+
+    return training.load_trained()
+
+
+def model_weights(model, chars):
+    # computed here from the model's tables and projections, through PyTorch's own attention
+    with torch.no_grad():
+        x = model.token_table(torch.tensor([text.encode(chars)])) + model.position_table(torch.arange(len(chars)))
+        return sdpa_weights(model.head.query(x)[0], model.head.key(x)[0], causal=True)
+
+
+def test_trained_starts_on_its_first_line_through_the_trained_head_and_toggles():
+    models = shipped()
+    ex = explorers.trained_explorer(models.trained, models.untrained, lines=LINES, static=False)
+    assert ex.values() == {"line": "GREMIO:", "text": "GREMIO:", "trained": True}
+    np.testing.assert_allclose(ex.matrix, model_weights(models.trained, "GREMIO:"), rtol=1e-5, atol=1e-6)
+    assert ex.frame.heatmaps[0].labels == list("GREMIO:")
+    assert "of the trained head over the 7 characters 'GREMIO:'" in ex.caption.value
+    ex.controls["trained"].value = False
+    np.testing.assert_allclose(ex.matrix, model_weights(models.untrained, "GREMIO:"), rtol=1e-5, atol=1e-6)
+    assert "of the untrained head" in ex.caption.value
+
+
+def test_trained_alt_text_measures_the_picture():
+    ex = explorers.trained_explorer(lines=LINES, static=False)
+    w = ex.matrix
+    T = len(w)
+    back = sum(w[i, j] * (i - j) for i in range(T) for j in range(i + 1)) / T
+    assert f"puts {np.trace(w) / T:.2f} of its weight on its own character" in ex.caption.value
+    assert f"looks {back:.2f} characters back" in ex.caption.value
+
+
+def test_trained_menu_fills_the_text_box_and_typing_leaves_the_menu():
+    models = shipped()
+    ex = explorers.trained_explorer(models.trained, models.untrained, lines=LINES, static=False)
+    start = ex.renders
+    ex.controls["line"].value = LINES[2]
+    assert ex.controls["text"].value == LINES[2] and ex.renders == start + 1  # one picture, not two
+    np.testing.assert_allclose(ex.matrix, model_weights(models.trained, LINES[2]), rtol=1e-5, atol=1e-6)
+    ex.controls["text"].value = "To be, or not"
+    assert ex.controls["line"].value == "" and ex.renders == start + 2
+    assert ex.matrix.shape == (13, 13)  # T follows the text
+    np.testing.assert_allclose(ex.matrix, model_weights(models.trained, "To be, or not"), rtol=1e-5, atol=1e-6)
+    ex.controls["line"].value = LINES[1]  # back to a line of the play
+    assert ex.controls["text"].value == LINES[1] and ex.matrix.shape == (21, 21)
+
+
+def test_trained_default_lines_open_the_validation_text():
+    ex = explorers.trained_explorer(static=False)
+    offered = [value for _, value in ex.controls["line"].options]
+    assert offered[-1] == "" and len(offered) == 7  # six lines, then "(your own text)"
+    fits = [s for s in text.decode(text.split()[1]).split("\n") if 2 <= len(s) <= 32]
+    assert offered[:-1] == list(dict.fromkeys(fits))[:6]
+
+
+@pytest.mark.parametrize("typed, expect", [
+    ("héllo", "'é'"),
+    ("", "the text is empty"),
+    ("Good morrow, neighbour Baptista!!", "has 33 characters, above block_size=32"),
+])
+def test_trained_bad_text_is_a_message_and_the_picture_stays(typed, expect):
+    ex = explorers.trained_explorer(lines=LINES, static=False)
+    png, matrix = ex.image.value, ex.matrix
+    ex.controls["text"].value = typed
+    assert expect in ex.message and html.escape(expect) in ex.message_area.value
+    assert ex.image.value == png and ex.matrix is matrix
+    ex.controls["line"].value = LINES[1]  # a good value clears the message
+    assert ex.message == "" and ex.matrix.shape == (21, 21)
+
+
+@pytest.mark.parametrize("lines, match", [
+    ([], "at least one line"),
+    (["GREMIO:", "GREMIO:"], "each once"),
+    (["naïve"], "line 'naïve': this character is not in the tiny-Shakespeare vocabulary: 'ï'"),
+    (["x" * 40], "has 40 characters, above block_size=32"),
+])
+def test_trained_lines_are_checked_up_front(lines, match):
+    with pytest.raises(ValueError, match=match):
+        explorers.trained_explorer(lines=lines, static=False)
+
+
+@needs_stack
+def test_trained_static_grid_is_lines_times_heads():
+    models = shipped()
+    ex = explorers.trained_explorer(models.trained, models.untrained, lines=LINES)
+    assert len(ex.static_images) == 6 and ex.children[0].selected_index == 0
+    menu, heads = ex.static_controls["line"], ex.static_controls["trained"]
+    assert isinstance(menu, widgets.Dropdown) and [value for _, value in menu.options] == LINES
+    assert isinstance(heads, widgets.ToggleButtons) and [label for label, _ in heads.options] == ["trained", "untrained"]
+    for (line, trained), picture in ex.static_images.items():
+        model = models.trained if trained else models.untrained
+        np.testing.assert_allclose(ex.static_matrices[(line, trained)], model_weights(model, line), rtol=1e-5, atol=1e-6)
+        alt = static_picture(picture)[1]
+        assert f"of the {'trained' if trained else 'untrained'} head over the {len(line)} characters {line!r}" in alt
+    menu.value = LINES[1]  # in a kernel, the static menu hands over to the live view on that line
+    assert ex.children[0].selected_index == 1 and ex.controls["text"].value == LINES[1]
+    np.testing.assert_array_equal(ex.matrix, ex.static_matrices[(LINES[1], True)])
 
 
 # ---- no backlog ------------------------------------------------------------------------------
@@ -447,11 +599,10 @@ def test_a_burst_of_changes_is_coalesced_and_ends_on_the_latest_value():
         await asyncio.sleep(explorers.REDRAW_INTERVAL_S * 4)
 
     asyncio.run(drag())
-    # at most one picture at the first change (if the explorer was idle) and one for the newest value,
-    # not one for each of the 31 intermediate values
+    # at most one picture at the first change (the explorer was idle) and one for the newest value,
+    # not one for each of the intermediate values
     assert start + 1 <= ex.renders <= start + 2
-    assert ex.weights.shape == (32, 32)
-    assert ex.values()["T"] == 32
+    assert ex.matrix.shape == (32, 32) and ex.values()["T"] == 32
 
 
 def test_a_single_change_after_a_pause_is_drawn_at_once():
@@ -461,16 +612,9 @@ def test_a_single_change_after_a_pause_is_drawn_at_once():
         await asyncio.sleep(explorers.REDRAW_INTERVAL_S * 2)
         start = ex.renders
         ex.controls["T"].value = 5
-        assert ex.renders == start + 1 and ex.weights.shape == (5, 5)  # no waiting for a timer
+        assert ex.renders == start + 1 and ex.matrix.shape == (5, 5)  # no waiting for a timer
 
     asyncio.run(change())
-
-
-def test_update_now_renders_synchronously():
-    ex = explorers.average_explorer(static=False)
-    start = ex.renders
-    assert ex.update_now() is True
-    assert ex.renders == start + 1
 
 
 # ---- static grid -----------------------------------------------------------------------------
@@ -482,25 +626,27 @@ def test_static_grid_one_control():
     top = ex.children[0]
     assert isinstance(top, widgets.Stack) and top.selected_index == 0
     stack = ex.static_stack
-    assert isinstance(stack, widgets.Stack) and len(stack.children) == 16 == len(ex.static_images)
+    assert len(stack.children) == 16 == len(ex.static_images)
     slider = ex.static_controls["T"]
-    assert isinstance(slider, widgets.SelectionSlider)
-    assert list(slider.options) == list(range(1, 17))
+    assert isinstance(slider, widgets.SelectionSlider) and list(slider.options) == list(range(1, 17))
     assert slider.value == 8 and stack.selected_index == 7
     (link,) = ex.static_links
     assert link.source == (slider, "index") and link.target == (stack, "selected_index")
-    for T in (1, 8, 16):
-        expected = np.tril(np.ones((T, T))) / np.arange(1, T + 1)[:, None]
-        np.testing.assert_allclose(ex.static_weights[(T,)], expected, atol=1e-7)
     for T, picture in zip(range(1, 17), stack.children):
         assert picture is ex.static_images[(T,)]
-        png, alt = static_picture(picture)
-        assert png[:8] == b"\x89PNG\r\n\x1a\n" and png == ex.static_pngs[(T,)]
+        webp, alt, w, h = static_picture(picture)
+        assert webp == ex.static_pictures[(T,)] and webp[8:12] == b"WEBP"
+        assert (w, h) == ex.frame.css_size and PILImage.open(io.BytesIO(webp)).size == (2 * w, 2 * h)
         assert f"T={T}:" in alt and "1/(t+1)" in alt
+        np.testing.assert_allclose(ex.static_matrices[(T,)], np.tril(np.ones((T, T))) / np.arange(1, T + 1)[:, None])
+        # the numbers in the cells ride along for tests of the page (T <= 8)
+        shown = re.search(r'data-matrix="([^"]*)"', picture.value)
+        assert (shown is not None) == (T <= 8)
+        if shown:
+            np.testing.assert_allclose(json.loads(shown.group(1)), ex.static_matrices[(T,)], atol=0.005)
         # one caption per picture, under it, hidden from screen readers (they read the alt)
-        assert picture.value.count("Showing: ") == 1
-        caption = f'<div aria-hidden="true" style="line-height:1.4">Showing: {html.escape(alt, quote=False)}</div>'
-        assert caption in picture.value
+        caption = f'<div class="explorer-caption" aria-hidden="true">Showing: {html.escape(alt, quote=False)}</div>'
+        assert picture.value.count("Showing: ") == 1 and caption in picture.value
 
 
 @needs_stack
@@ -508,7 +654,6 @@ def test_static_grid_two_controls_nested_and_linked():
     ex = explorers.masking_explorer(grid_T=(2, 5, 9))
     outer = ex.static_stack
     assert len(outer.children) == 3 and all(len(s.children) == 2 for s in outer.children)
-    assert len(ex.static_images) == 6
     t_ctrl, m_ctrl = ex.static_controls["T"], ex.static_controls["mask"]
     assert list(t_ctrl.options) == [2, 5, 9]
     assert isinstance(m_ctrl, widgets.ToggleButtons) and [o[0] for o in m_ctrl.options] == ["no mask", "causal mask"]
@@ -518,66 +663,59 @@ def test_static_grid_two_controls_nested_and_linked():
         assert (m_ctrl.model_id, "index", inner.model_id, "selected_index") in links
     assert len(ex.static_links) == 4
     for (T, mask), picture in ex.static_images.items():
-        _, alt = static_picture(picture)
-        assert f"T={T}," in alt and ("future masked" if mask else "no mask") in alt
-    # a sampled grid point: the pre-rendered picture is what the live path draws there
-    picture = outer.children[1].children[1]
-    assert picture is ex.static_images[(5, True)]
-    static_png, alt = static_picture(picture)
-    ex.controls["T"].value = 5
-    ex.controls["mask"].value = True
-    np.testing.assert_array_equal(ex.static_weights[(5, True)], ex.weights)
-    png, _ = ex.render_png(ex.values(), colors=explorers.STATIC_COLORS)
-    assert png == static_png
-    assert np.abs(pixels(static_png) - pixels(ex.image.value)).mean() < 3  # only palette rounding
-    # the live caption now says what the static one said
+        assert f"T={T}," in static_picture(picture)[1]
+        assert ("future masked" if mask else "no mask") in static_picture(picture)[1]
+
+
+@needs_stack
+@pytest.mark.parametrize("factory", ALL)
+def test_static_and_live_pictures_of_one_state_have_the_same_pixels(factory):
+    ex = with_grid(factory)  # moving its live controls leaves the static grid as it was
+    key = next(iter(ex.static_images))
+    webp, alt, _, _ = static_picture(ex.static_images[key])
+    for name, value in zip(ex.static_controls, key):
+        ex.controls[name].value = value
+    ex.update_now()
+    np.testing.assert_array_equal(ex.static_matrices[key], ex.matrix)
+    # lossless: the book shows exactly the colours a kernel shows (no palette, no banding)
+    np.testing.assert_array_equal(pixels(webp), pixels(ex.image.value))
     assert f"Showing: {alt}" in html.unescape(ex.caption.value)
 
 
 @needs_stack
 def test_static_control_hands_over_to_the_live_view():
     ex = explorers.scaling_explorer(grid_head_sizes=(4, 64))
-    assert len(ex.static_images) == 4
-    assert ex.children[0].selected_index == 0
+    assert len(ex.static_images) == 4 and ex.children[0].selected_index == 0
     ex.static_controls["head_size"].value = 64
-    assert ex.children[0].selected_index == 1
-    assert ex.controls["head_size"].value == 64
-    np.testing.assert_array_equal(ex.weights, ex.static_weights[(64, True)])
-    _, alt = static_picture(ex.static_images[(64, True)])
-    assert "d_k=64" in alt and "scaled by 1/sqrt(d_k)" in alt
-    assert alt in html.unescape(ex.caption.value)
+    assert ex.children[0].selected_index == 1 and ex.controls["head_size"].value == 64
+    np.testing.assert_array_equal(ex.matrix, ex.static_matrices[(64, True)])
 
 
 @needs_stack
-@pytest.mark.parametrize("factory", ALL_FACTORIES)
+@pytest.mark.parametrize("factory", ALL)
 def test_every_static_picture_has_alt_text_and_a_modest_payload(factory):
-    ex = factory()
-    assert ex.static_images
+    ex = with_grid(factory)
     for key, picture in ex.static_images.items():
-        png, alt = static_picture(picture)
-        assert png == ex.static_pngs[key]
+        webp, alt, _, _ = static_picture(picture)
+        assert webp == ex.static_pictures[key]
         assert alt and all(str(v) in alt for v in key if not isinstance(v, bool))
-        assert picture.value.count("Showing: ") == 1
-    # base64 and the alt text cost about a third more than the PNG bytes, no more
+    # base64 and the alt text cost about a third more than the picture bytes, no more
     html_bytes = sum(len(p.value.encode()) for p in ex.static_images.values())
-    assert html_bytes < 1.45 * sum(len(b) for b in ex.static_pngs.values())
+    assert html_bytes < 1.45 * sum(len(b) for b in ex.static_pictures.values())
 
 
 @needs_stack
 def test_head_static_grid_uses_the_text():
     ex = explorers.head_explorer(grid_head_sizes=(4, 16), grid_T=(3, 14))
     assert len(ex.static_images) == 4
-    np.testing.assert_allclose(ex.static_weights[(16, 14)], expected_head_weights("First Citizen:"),
-                               rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(ex.static_weights[(4, 3)], expected_head_weights("Fir", head_size=4),
-                               rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(ex.static_matrices[(16, 14)], expected_head_weights("First Citizen:"), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(ex.static_matrices[(4, 3)], expected_head_weights("Fir", head_size=4), rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.skipif(explorers.has_stack(), reason="ipywidgets 7 only: no Stack, live view only")
 def test_ipywidgets7_is_live_only():
     ex = explorers.masking_explorer()
     assert ex.static_images == {} and ex.static_stack is None
-    assert ex.children[0].children[1] is ex.image
-    assert ex.children[0].children[2] is ex.caption and "Showing: " in ex.caption.value
+    assert ex.children[0].children[1] is ex.image and ex.children[0].children[2] is ex.caption
     with pytest.raises(ValueError, match="static=True needs ipywidgets >= 8"):
         explorers.masking_explorer(static=True)

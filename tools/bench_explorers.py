@@ -6,8 +6,8 @@ For every explorer it times, end to end and side by side:
 * live: set a control's value -> the explorer's observer renders -> new PNG bytes assigned to
   its ``ipywidgets.Image`` (no running event loop here, so the render is synchronous);
 * naive: what an ``interact`` callback that redraws everything does: ``plt.figure`` + subplots +
-  ``imshow`` + colorbar + the same texts, ``savefig`` to PNG, ``plt.close``, bytes assigned to an
-  ``Image``.
+  ``imshow`` + colorbar + the same texts as matplotlib Text artists, at the same size and pixel
+  density, ``savefig`` to PNG, ``plt.close``, bytes assigned to an ``Image``.
 
 It prints medians and their ratio (and with ``--payload`` the static-grid size of each explorer:
 the HTML ``<img>`` pictures as the page carries them, base64 and alt text included; this takes
@@ -32,7 +32,6 @@ import argparse
 import hashlib
 import io
 import json
-import math
 import os
 import queue
 import statistics
@@ -46,16 +45,18 @@ matplotlib.use("Agg")  # a script: no display, and the benchmark must not depend
 
 import ipywidgets as widgets  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
+import torch  # noqa: E402
 
-from attention_lab import explorers  # noqa: E402
+from attention_lab import explorers, plots  # noqa: E402
 
 GOAL_MS = 30.0
 GOAL_RATIO = 0.35
 
-# (name, factory, control to move, values to cycle through: T up to 32 where T is a control)
+# (name, factory, arguments, control to move, values to cycle through: T up to 32 where T is a control)
 CASES = [
     ("average (ch1)", explorers.average_explorer, {"max_T": 32}, "T", [3, 9, 17, 32, 5, 24, 8, 12]),
-    ("scores (ch2)", explorers.scores_explorer, {}, "T", [3, 9, 17, 32, 5, 24, 8, 12]),
+    ("scores (ch2)", explorers.scores_explorer, {"x": torch.randn(32, explorers.C)}, "T",
+     [3, 9, 17, 32, 5, 24, 8, 12]),
     ("scaling (ch3)", explorers.scaling_explorer, {}, "head_size", [1, 4, 16, 64, 128, 2, 32, 8]),
     ("masking (ch4)", explorers.masking_explorer, {}, "T", [3, 9, 17, 32, 5, 24, 8, 12]),
     ("head (ch5)", explorers.head_explorer, {"text": "First Citizen:\nBefore we proceed"}, "T",
@@ -86,11 +87,13 @@ def time_naive(ex, name, values, repeats):
         for v in values:
             vals = {**base, name: v}
             c0, t0 = time.process_time(), time.perf_counter()
-            fig = plt.figure(figsize=ex.figsize, dpi=ex.dpi)
-            art = ex._build(fig)  # subplots + imshow + colorbar, made again on every change
-            ex._draw(art, ex._compute(vals), vals)
+            # what an interact callback does: a new figure, axes, image, colorbar and text artists on
+            # every change, drawn in full and saved, at the same size and pixel density
+            fig = plt.figure(figsize=ex.figsize, dpi=plots.CSS_DPI * plots.SCALE)
+            frame = plots.Frame(fig, *ex.build(fig, stamped=False))
+            ex.draw(frame, ex.compute(vals), vals)
             buf = io.BytesIO()
-            fig.savefig(buf, format="png", dpi=ex.dpi)
+            fig.savefig(buf, format="png")
             plt.close(fig)
             image.value = buf.getvalue()
             times.append(time.perf_counter() - t0)
@@ -116,7 +119,7 @@ _t = _time.monotonic()
 while (getattr(ex, "_scheduled", False) or getattr(ex, "_pending", False)) and _time.monotonic() - _t < 5:
     await asyncio.sleep(0.005)
 print(json.dumps({"renders": ex.renders, "values": ex.values(), "message": ex.message,
-                  "weights_shape": list(ex.weights.shape),
+                  "weights_shape": list(ex.matrix.shape),
                   "png_sha": hashlib.sha256(ex.image.value).hexdigest()}))
 """
 
@@ -232,8 +235,11 @@ def report_burst(n, budget):
     except (TimeoutError, queue.Empty):
         print(f"burst: not finished within {budget:g} s; skipped (no verdict: timing never fails the check)")
         return True
-    except Exception as err:  # noqa: BLE001  no kernel here (e.g. no ipykernel): say so, no verdict
-        print(f"burst: could not run ({type(err).__name__}: {err}); skipped")
+    except Exception as err:  # noqa: BLE001
+        if str(err).startswith("kernel error"):  # the explorer or the probe failed: that is a finding
+            print(f"burst: FAILED in the kernel ({err})")
+            return False
+        print(f"burst: could not run ({type(err).__name__}: {err}); skipped")  # e.g. no kernel here
         return True
     ok = r["match"] and r["renders"] <= n and r["pictures"] <= n
     coalesced = "coalesced" if r["pictures"] < n else "every intermediate value drawn"
@@ -287,19 +293,15 @@ def main(argv=None) -> int:
         print(f"{label:<15} {m_live:8.1f} {m_naive:9.1f} {ratio:6.2f} {c_live:8.1f} {c_ratio:10.2f}"
               f"   {'ok' if good else 'MISSED'}")
     if args.payload and explorers.has_stack():
-        print("\nstatic grid payload (ipywidgets >= 8, default grids, palette PNGs)")
+        print("\nstatic grid payload (ipywidgets >= 8, default grids, lossless WebP at 2x)")
         for label, factory, kwargs, _, _ in CASES:
-            kwargs = {} if label.startswith(("average", "head")) else kwargs
-            ex = factory(**kwargs)
-            n = len(ex.static_images)
+            ex = factory()
             # what the page's widget state carries: each picture is an HTML <img> (base64 data URI,
-            # alt text, caption); `png` is the raw PNG bytes inside, `as Image` what the same PNGs
-            # weighed as ipywidgets.Image values (base64 in the widget state)
+            # alt text, caption); `webp` is the raw picture bytes inside
             total = sum(len(pic.value.encode()) for pic in ex.static_images.values())
-            png = sum(len(b) for b in ex.static_pngs.values())
-            as_image = sum(4 * math.ceil(len(b) / 3) for b in ex.static_pngs.values())
-            print(f"{label:<15} {n:4d} pictures {total / 1e6:6.2f} MB as HTML  "
-                  f"(png {png / 1e6:.2f} MB, as Image {as_image / 1e6:.2f} MB)")
+            raw = sum(len(b) for b in ex.static_pictures.values())
+            print(f"{label:<15} {len(ex.static_images):4d} pictures {total / 1e6:6.2f} MB as HTML  "
+                  f"(webp {raw / 1e6:.2f} MB)")
     if not args.no_burst:
         ok &= report_burst(args.burst_n, 20.0)
     print("\nall goals met" if ok else "\ngoals MISSED")
