@@ -1,67 +1,101 @@
-"""A small real text for the course: the opening of Shakespeare's *Coriolanus*, character by character.
+"""The tiny-Shakespeare corpus, character by character.
 
-The passage (Act 1, Scene 1, public domain) is the opening of the tiny-shakespeare corpus that lesson
-one trains on; it ships inside the package, so nothing is downloaded. Used by chapter 5 (the real
-batch and the head explorer) and by :mod:`attention_lab.checks`.
+The corpus that lesson one's character-level GPT trains on (1,115,394 characters, 65 distinct,
+public-domain Shakespeare) ships gzipped inside the package (``data/tinyshakespeare.txt.gz``; its
+source is credited in ``data/README.md``), so nothing is downloaded. Nothing is read on import: the
+first call decompresses the text once and keeps it.
+
+Who uses what: chapter 5 takes :func:`corpus`, :func:`vocab`, :func:`batch` and :func:`decode`,
+and its head explorer :func:`vocab` and :func:`encode`; chapter 6 and :mod:`attention_lab.training`
+take :func:`split`, :func:`vocab`, :func:`encode` and :func:`decode`.
 """
 
 from __future__ import annotations
 
+import gzip
 from functools import lru_cache
 from importlib import resources
 
 import torch
 
-SOURCE = "William Shakespeare, Coriolanus, Act 1, Scene 1 (public domain)"
+FILE = "data/tinyshakespeare.txt.gz"
+TRAIN_FRACTION = 0.9
 
 
 @lru_cache(maxsize=1)
-def passage() -> str:
-    """Return the shipped passage as one string."""
-    return resources.files("attention_lab").joinpath("data/shakespeare.txt").read_text(encoding="utf-8")
+def corpus() -> str:
+    """Return the whole tiny-Shakespeare text as one string (read and decompressed once)."""
+    packed = resources.files("attention_lab").joinpath(FILE).read_bytes()
+    return gzip.decompress(packed).decode("utf-8")
 
 
 @lru_cache(maxsize=1)
 def vocab() -> tuple[str, ...]:
-    """Return the sorted characters of the passage: the character-level vocabulary."""
-    return tuple(sorted(set(passage())))
+    """Return the corpus's 65 distinct characters, sorted: the vocabulary. A character's id is its index here."""
+    return tuple(sorted(set(corpus())))
+
+
+@lru_cache(maxsize=1)
+def _stoi() -> dict[str, int]:
+    return {ch: i for i, ch in enumerate(vocab())}
 
 
 def encode(s: str) -> list[int]:
     """Map each character of ``s`` to its id in :func:`vocab`.
 
-    Raises ValueError naming every character that is not in the vocabulary.
+    Raises ValueError naming every character of ``s`` that is not in the vocabulary.
     """
-    stoi = {ch: i for i, ch in enumerate(vocab())}
+    stoi = _stoi()
     missing = sorted({ch for ch in s if ch not in stoi})
     if missing:
         shown = ", ".join(repr(ch) for ch in missing)
+        marks = "".join(ch for ch in vocab() if not ch.isalnum() and not ch.isspace())
+        # no full stop at the end: the head explorer adds one when it shows this message
         raise ValueError(
-            f"these characters are not in the passage's vocabulary: {shown}; "
-            f"use letters, digits and punctuation that appear in the passage "
-            f"({len(vocab())} characters, see attention_lab.text.vocab())"
+            f"{'this character is' if len(missing) == 1 else 'these characters are'} not in the "
+            f"tiny-Shakespeare vocabulary: {shown}; use only the letters a-z and A-Z (no accents), "
+            f"the digit 3, space, newline and {marks} (all {len(vocab())} characters are listed by "
+            f"attention_lab.text.vocab())"
         )
     return [stoi[ch] for ch in s]
 
 
 def decode(ids) -> str:
-    """Map ids back to characters: the inverse of :func:`encode`."""
+    """Map ids (a list or a 1-D tensor of ints) back to characters: the inverse of :func:`encode`."""
     itos = vocab()
     return "".join(itos[int(i)] for i in ids)
 
 
+@lru_cache(maxsize=1)
+def _ids() -> torch.Tensor:
+    return torch.tensor(encode(corpus()), dtype=torch.long)
+
+
+def split() -> tuple[torch.Tensor, torch.Tensor]:
+    """Return ``(train, val)``: the ids of the first 90 % of the corpus and of the last 10 %.
+
+    Both are 1-D long tensors (1,003,854 and 111,540 ids), cut at ``int(0.9 * len(corpus()))``.
+    Chapter 6 trains on ``train`` and reports every loss on ``val``, text the model never saw.
+    Each call returns fresh tensors, so changing one in place changes nothing here.
+    """
+    ids = _ids()
+    n = int(TRAIN_FRACTION * len(ids))
+    return ids[:n].clone(), ids[n:].clone()
+
+
 def batch(B: int, T: int, generator: torch.Generator | None = None) -> tuple[torch.Tensor, list[str]]:
-    """Return B windows of T consecutive characters from the passage.
+    """Return B windows of T consecutive characters, each starting at a random place in the corpus.
 
     Returns ``(ids, texts)``: a (B, T) long tensor of ids and the B windows as strings, so a plot can
-    put the characters on its axes. Pass a seeded ``torch.Generator`` for repeatable windows.
+    put the characters on its axes. Pass a seeded ``torch.Generator`` for repeatable windows (chapter
+    5 does).
     """
-    data = passage()
+    data = corpus()
     if not 1 <= T <= len(data):
-        raise ValueError(f"T must be between 1 and {len(data)} (the passage's length); got T={T}")
+        raise ValueError(f"T must be between 1 and {len(data)} (the corpus's length); got T={T}")
     if B < 1:
         raise ValueError(f"B must be at least 1; got B={B}")
     starts = torch.randint(0, len(data) - T + 1, (B,), generator=generator).tolist()
     texts = [data[s : s + T] for s in starts]
-    ids = torch.tensor([encode(t) for t in texts], dtype=torch.long)
+    ids = torch.stack([_ids()[s : s + T] for s in starts])  # (B, T)
     return ids, texts

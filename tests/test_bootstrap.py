@@ -29,12 +29,14 @@ def head_commit():
 
 @pytest.mark.skipif(shutil.which("git") is None or head_commit() is None, reason="needs git and a commit")
 def test_bootstrap_cell_installs_the_package_where_it_is_missing(tmp_path):
-    url, branch = nbtool.repository()
+    url, _ = nbtool.repository()
     # every chapter's first cell is exactly this source (tests/test_book_structure.py checks that)
     source = nbtool.bootstrap_source()
-    assert f"git+{url}@{branch}" in source
+    # the package at the notebook's own release, never a moving branch (tests/test_release.py installs the tag)
+    spec = f"git+{url}@{nbtool.release_ref()}"
+    assert spec in source
     # same cell, pointed at this checkout instead of the hosted repository
-    local = source.replace(f"git+{url}@{branch}", f"git+file://localhost{ROOT}@{head_commit()}")
+    local = source.replace(spec, f"git+file://localhost{ROOT}@{head_commit()}")
 
     env_dir = tmp_path / "env"
     venv.EnvBuilder(with_pip=True).create(env_dir)
@@ -51,11 +53,13 @@ def test_bootstrap_cell_installs_the_package_where_it_is_missing(tmp_path):
     assert before.stdout.strip() == "None", before.stdout + before.stderr
     first = run(local)
     assert first.returncode == 0, first.stderr[-2000:]
-    after = run("import attention_lab, attention_lab.text as t; print(attention_lab.__file__); print(len(t.passage()))")
+    after = run("import attention_lab, attention_lab.text as t, attention_lab.training as tr\n"
+                "print(attention_lab.__file__, len(t.corpus()), len(tr.load_trained().log['head']['step']))")
     assert after.returncode == 0, after.stderr[-2000:]
-    installed_at, length = after.stdout.split()
+    installed_at, length, logged = after.stdout.split()
     assert str(env_dir) in installed_at, f"imported from {installed_at}, not the fresh environment"
-    assert int(length) > 500, "the shipped Shakespeare passage did not come with the package"
+    assert int(length) == 1_115_394, "the tiny-Shakespeare corpus did not come with the package"
+    assert int(logged) > 0, "chapter 6's trained weights and log did not come with the package"
     # where the package is present the cell does nothing: prove pip is not even started
     again = run("import subprocess\nsubprocess.run = None\n" + local)
     assert again.returncode == 0, again.stderr[-2000:]

@@ -1,0 +1,214 @@
+"""Chapter 6: one head trained as a next-character model on tiny Shakespeare, and a bigram baseline.
+
+:class:`HeadLM` is lesson one's token and position embeddings, Fig. 6's head
+(:class:`~attention_lab.reference.ReferenceHead`) and a linear layer to the vocabulary;
+:class:`BigramLM` predicts the next character from the current one alone. :func:`train` fits either
+one with AdamW on random windows of the training split, :func:`validation_loss` measures it exactly
+on the whole validation split, and :func:`load_trained` reads the weights that ``make train``
+(``tools/train.py``) shipped in ``attention_lab/data/``. The chapter writes its own copy of the
+model and the loop for the learner; its class loads the shipped weights because the attribute names
+are the same (``token_table``, ``position_table``, ``head.key/query/value/tril``, ``lm_head``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from importlib import resources
+from pathlib import Path
+from typing import NamedTuple
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from attention_lab import text
+from attention_lab.reference import ReferenceHead
+
+# sizes of chapter 6's model
+C = 64  # channels of x
+HEAD_SIZE = 64
+BLOCK_SIZE = 32  # the longest context the head sees
+
+# the files that `make train` writes into attention_lab/data/
+HEAD_FILE = "head_lm.pt"
+UNTRAINED_FILE = "head_lm_untrained.pt"
+BIGRAM_FILE = "bigram_lm.pt"
+LOG_FILE = "training_log.json"
+
+
+class HeadLM(nn.Module):
+    """Token and position embeddings, one causal head, and a linear layer to next-character logits."""
+
+    def __init__(self, vocab_size: int = 65, C: int = C, head_size: int = HEAD_SIZE,
+                 block_size: int = BLOCK_SIZE):
+        super().__init__()
+        self.block_size = block_size
+        self.token_table = nn.Embedding(vocab_size, C)  # (vocab, C)
+        self.position_table = nn.Embedding(block_size, C)  # (block_size, C)
+        self.head = ReferenceHead(C, head_size, block_size)
+        self.lm_head = nn.Linear(head_size, vocab_size)  # (vocab, head_size) weight
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:  # ids: (B, T)
+        T = ids.shape[1]
+        if T > self.block_size:
+            raise ValueError(f"T={T} is above block_size={self.block_size}: the head sees at most "
+                             f"{self.block_size} characters; pass windows of at most that length")
+        positions = torch.arange(T, device=ids.device)  # (T,)
+        x = self.token_table(ids) + self.position_table(positions)  # (B, T, C) + (T, C) -> (B, T, C)
+        out = self.head(x)  # (B, T, head_size)
+        return self.lm_head(out)  # (B, T, vocab)
+
+
+class BigramLM(nn.Module):
+    """The baseline: next-character logits read from a table, one row per current character."""
+
+    def __init__(self, vocab_size: int = 65):
+        super().__init__()
+        self.token_table = nn.Embedding(vocab_size, vocab_size)  # (vocab, vocab)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:  # ids: (B, T)
+        return self.token_table(ids)  # (B, T, vocab)
+
+
+def build(kind: str, seed: int) -> nn.Module:
+    """A freshly initialised ``"head"`` (:class:`HeadLM`) or ``"bigram"`` (:class:`BigramLM`) model.
+
+    Its initial weights come from ``torch.manual_seed(seed)``; the global random state is restored
+    afterwards, so building a model never disturbs a notebook's own seeding.
+    """
+    models = {"head": HeadLM, "bigram": BigramLM}
+    if kind not in models:
+        raise ValueError(f"kind must be 'head' or 'bigram'; got {kind!r}")
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return models[kind](len(text.vocab()))
+
+
+@torch.no_grad()
+def validation_loss(model: nn.Module, ids: torch.Tensor | None = None, block_size: int = BLOCK_SIZE,
+                    windows_per_batch: int = 1024) -> float:
+    """The exact mean cross-entropy, in nats, of ``model`` over the whole of ``ids``.
+
+    ``ids`` (1-D, default: the validation split :func:`attention_lab.text.split` ``()[1]``) is cut
+    into consecutive windows of ``block_size + 1`` characters that overlap by one character (the
+    last window may be shorter). In each window the first ``block_size`` characters are the input,
+    and every character after the first is predicted from the characters before it in its window.
+    So every character of ``ids`` except the very first is predicted exactly once, from 1 to
+    ``block_size`` characters of context, and the result is the mean of ``len(ids) - 1``
+    per-character losses ``-log p(next character)``. The model is put in eval mode.
+    """
+    if ids is None:
+        ids = text.split()[1]
+    if ids.dim() != 1 or len(ids) < 2:
+        raise ValueError(f"ids must be a 1-D tensor of at least 2 ids; got shape {tuple(ids.shape)}")
+    model.eval()
+    inputs, targets = ids[:-1], ids[1:]
+    n = len(targets)
+    full = n // block_size * block_size
+    total = 0.0
+    # the full windows as rows of (windows, block_size), in batches, then the shorter last window
+    rows_x = inputs[:full].view(-1, block_size)
+    rows_y = targets[:full].view(-1, block_size)
+    pieces = [(rows_x[i : i + windows_per_batch], rows_y[i : i + windows_per_batch])
+              for i in range(0, len(rows_x), windows_per_batch)]
+    if full < n:
+        pieces.append((inputs[full:][None], targets[full:][None]))
+    for x, y in pieces:
+        logits = model(x)  # (windows, T, vocab)
+        total += F.cross_entropy(logits.flatten(0, 1), y.flatten(), reduction="sum").item()
+    return total / n
+
+
+def train(model: nn.Module, steps: int, batch_size: int, lr: float, seed: int,
+          data: torch.Tensor | None = None, block_size: int = BLOCK_SIZE, log_every: int = 100,
+          val: torch.Tensor | None = None,
+          progress: Callable[[int, int, float], None] | None = None) -> dict[str, list]:
+    """Train ``model`` in place for ``steps`` AdamW steps, each on a batch of random windows.
+
+    Each step draws ``batch_size`` windows of ``block_size + 1`` consecutive ids from ``data``
+    (default: the training split), predicts every id of a window after the first from the ids
+    before it, and takes one AdamW step (learning rate ``lr``, PyTorch's default weight decay) on
+    the mean cross-entropy. The windows come from a ``torch.Generator`` seeded with ``seed``, so a
+    run repeats exactly on the same machine; the global random state is not touched.
+
+    Returns the log ``{"step": [...], "train": [...], "val": [...]}``: every ``log_every`` steps,
+    the mean training loss of the steps since the last entry and, if ``val`` ids are given, the
+    exact :func:`validation_loss` on them (otherwise ``"val"`` stays empty). ``progress``, if
+    given, is called after every step as ``progress(step, steps, loss)``: the terminal passes a
+    progress bar, notebooks pass nothing.
+    """
+    if data is None:
+        data = text.split()[0]
+    if steps < 1 or batch_size < 1 or log_every < 1:
+        raise ValueError(f"steps, batch_size and log_every must be at least 1; "
+                         f"got {steps}, {batch_size} and {log_every}")
+    if len(data) <= block_size:
+        raise ValueError(f"data has {len(data)} ids; it needs more than block_size={block_size}")
+    generator = torch.Generator().manual_seed(seed)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr)
+    offsets = torch.arange(block_size + 1)  # (block_size + 1,)
+    log = {"step": [], "train": [], "val": []}
+    running = 0.0
+    for step in range(1, steps + 1):
+        model.train()
+        starts = torch.randint(len(data) - block_size, (batch_size, 1), generator=generator)
+        window = data[starts + offsets]  # (batch_size, block_size + 1)
+        x, y = window[:, :-1], window[:, 1:]  # (batch_size, block_size) each
+        logits = model(x)  # (batch_size, block_size, vocab)
+        loss = F.cross_entropy(logits.flatten(0, 1), y.flatten())
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        running += loss.item()
+        if progress is not None:
+            progress(step, steps, loss.item())
+        if step % log_every == 0 or step == steps:
+            since = step - (log["step"][-1] if log["step"] else 0)
+            log["step"].append(step)
+            log["train"].append(running / since)
+            running = 0.0
+            if val is not None:
+                log["val"].append(validation_loss(model, val, block_size))
+    model.eval()
+    return log
+
+
+class Trained(NamedTuple):
+    """What :func:`load_trained` returns: three models in eval mode and the training log."""
+
+    trained: HeadLM  # the head model after training
+    untrained: HeadLM  # the same model before its first step
+    bigram: BigramLM  # the baseline after training
+    log: dict
+
+
+def _read(directory: Path | None, name: str):
+    """Open a shipped file (the package's data/ folder, or ``directory``) for reading bytes."""
+    where = resources.files("attention_lab").joinpath("data") if directory is None else Path(directory)
+    path = where.joinpath(name)
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"the trained model file {name} is missing from {where}: run `make train` in the "
+            f"repository's root (1 to 2 minutes on 2 cores) to write it, or reinstall the package"
+        )
+    return path.open("rb")
+
+
+def load_trained(directory: str | Path | None = None) -> Trained:
+    """Chapter 6: the shipped trained head model, its untrained start, the bigram and the log.
+
+    Reads ``head_lm.pt``, ``head_lm_untrained.pt``, ``bigram_lm.pt`` and ``training_log.json``
+    from ``attention_lab/data/`` (or from ``directory``), as ``tools/train.py`` wrote them. Raises
+    FileNotFoundError naming the missing file and ``make train`` if one is not there.
+    """
+    with _read(directory, LOG_FILE) as f:
+        log = json.load(f)
+    sizes = log["sizes"]
+    models = {}
+    for name, model in [(HEAD_FILE, HeadLM(**sizes)), (UNTRAINED_FILE, HeadLM(**sizes)),
+                        (BIGRAM_FILE, BigramLM(sizes["vocab_size"]))]:
+        with _read(directory, name) as f:
+            model.load_state_dict(torch.load(f, map_location="cpu", weights_only=True))
+        models[name] = model.eval()
+    return Trained(models[HEAD_FILE], models[UNTRAINED_FILE], models[BIGRAM_FILE], log)
