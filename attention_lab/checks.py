@@ -11,7 +11,8 @@ independent reference computed in float64. Which chapter uses which check:
 - chapter 4: :func:`check_causal_weights`, :func:`check_padding_mask`;
 - chapter 5: :func:`check_head`, :func:`check_weights_are_causal`, :func:`check_real_batch_weights`,
   :func:`check_sdpa_swap`, :func:`check_multihead_sdpa`;
-- chapter 6: :func:`check_previous_token_head`.
+- chapter 6: :func:`check_weight_by_distance`, :func:`check_furthest_line`,
+  :func:`check_previous_token_head`.
 
 Two modes. In learner mode, the default, a check prints one line and returns None:
 
@@ -45,6 +46,7 @@ import importlib.util
 import inspect
 import itertools
 import math
+import textwrap
 from collections.abc import Callable
 from types import SimpleNamespace
 from typing import NamedTuple
@@ -68,6 +70,8 @@ __all__ = [
     "check_real_batch_weights",
     "check_sdpa_swap",
     "check_multihead_sdpa",
+    "check_weight_by_distance",
+    "check_furthest_line",
     "check_previous_token_head",
     "CheckFailed",
     "MISTAKES",
@@ -79,6 +83,7 @@ __all__ = [
 RTOL = 1e-4
 ATOL = 1e-4
 SEED = 1337
+LINE_WIDTH = 77  # characters a printed line may take in the book's column
 
 
 # ---------------------------------------------------------------------------------------------
@@ -212,16 +217,21 @@ def _check(func):
         except _NotYetImplemented as stub:
             if strict:
                 _fail("general/not-implemented", name=stub.name)
-            print(f"✗ not yet implemented: fill in `{stub.name}` above, then run this cell again.")
+            print(_fit(f"✗ not yet implemented: fill in `{stub.name}` above, then run this cell again."))
             return None
         if strict:
             return True
-        print(f"✓ {func.__name__} passed: {summary}")
+        print(_fit(f"✓ {func.__name__} passed: {summary}"))
         return None
 
     strict = inspect.Parameter("strict", inspect.Parameter.KEYWORD_ONLY, default=False)
     wrapper.__signature__ = signature.replace(parameters=[*signature.parameters.values(), strict])
     return wrapper
+
+
+def _fit(line: str) -> str:
+    # the book's code column holds 77 characters: wrap, indenting the lines that follow
+    return textwrap.fill(line, width=LINE_WIDTH, subsequent_indent="  ", break_on_hyphens=False)
 
 
 def fresh():
@@ -639,7 +649,7 @@ _AVERAGE_ROWS = _table(
      "0..t, including t itself (x[b, : t + 1], or torch.tril without a diagonal offset)",
      _gives(lambda c: _row_mean(c.ones.tril(-1)) @ c.x)),
     ("average/sum", "you summed instead of averaging: divide position t by t + 1, the number of tokens "
-     "it averages (normalize each row of the tril matrix)", _gives(lambda c: c.x.cumsum(1))),
+     "it averages (the running count, or each row's sum of a tril matrix)", _gives(lambda c: c.x.cumsum(1))),
     ("average/divide-by-T", "you divided every position by T: position t averages t + 1 tokens, so divide "
      "by the running count t + 1 (torch.arange(1, T + 1)), not by T = {T}",
      _gives(lambda c: c.x.cumsum(1) / c.T)),
@@ -685,7 +695,8 @@ def _average(fn, *, cumsum: bool) -> str:
 
 @_check
 def check_causal_average(fn):
-    """Chapter 1, exercise ``ex-average-function``: ``fn(x)`` maps (B, T, C) to its causal running mean.
+    """Chapter 1: ``fn(x)`` maps (B, T, C) to its causal running mean (the chapter's cumsum exercise
+    uses :func:`check_cumsum_average`, which also asks for ``torch.cumsum``).
 
     Position t of the result is the mean of positions 0..t of ``x``, for every batch element. Any way
     of computing it passes: a loop, a row-normalized ``tril`` matrix, ``cumsum``.
@@ -1426,3 +1437,236 @@ def check_previous_token_head(head):
         _fail("previous/too-soft", **fields)
     s = int(w[worst, : worst + 1].argmax())
     _fail("previous/weak", **fields, top=float(w[worst, s]), s=s)
+
+
+def _by_distance(w: torch.Tensor, side: int = -1, rows: str = "mean") -> torch.Tensor:
+    """A (T,) profile of (B, T, T) weights, in float64: entry d is the mean of w[b, i, i - d] over every
+    b and every query i >= d. The keyword arguments rebuild the mistakes: ``side=1`` reads the
+    diagonals above, (i, i + d); ``rows="all"`` divides each distance's sum by all B·T rows, ``"sum"``
+    sums over the rows (and averages over the batch), ``"both"`` counts |i - j| = d on both sides."""
+    w = w.detach().to(torch.float64)
+    B, T, _ = w.shape
+    out = []
+    for d in range(T):
+        diag = torch.diagonal(w, offset=side * d, dim1=-2, dim2=-1)  # (B, T - d)
+        if rows == "mean":
+            out.append(diag.mean())
+        elif rows == "all":
+            out.append(diag.sum() / (B * T))
+        elif rows == "sum":
+            out.append(diag.sum() / B)
+        else:  # "both": the T - d entries above the diagonal (all 0) join the mean
+            out.append(diag.sum() / (B * (T - d) * (1 if d == 0 else 2)))
+    return torch.stack(out)
+
+
+def _per_sequence(case, got):
+    if tuple(got.shape) == (case.B, case.T) and case.B > 1:
+        rows = torch.stack([_by_distance(case.w[b : b + 1]) for b in range(case.B)])
+        return dict(got_shape=_shape(got)) if _matches(got, rows) else None
+    return None
+
+
+def _summed(case, got):
+    for total in (_by_distance(case.w, rows="sum"), _by_distance(case.w, rows="sum") * case.B):
+        if _matches(got, total):
+            return {}
+    return None
+
+
+_DISTANCE_ROWS = _table(
+    ("distance/per-sequence", "you returned one profile per sequence, shape {got_shape}: average over the "
+     "batch as well, so that the answer holds one number per distance, shape ({T},)", _per_sequence),
+    ("distance/last-row", "you used only the last query, row T - 1 = {last}: every query i >= d has a key "
+     "d positions back, so average weights[b, i, i - d] over all of them (and over the batch), not over "
+     "the last row alone", _gives(lambda c: c.w[:, -1].flip(-1).mean(0))),
+    ("distance/wrong-side", "distances counted from the wrong side: entry (i, i + d) lies above the "
+     "diagonal, in the future the mask hides, so every distance but 0 came out 0; the key d positions back "
+     "from query i is i - d: torch.diagonal(weights, offset=-d, dim1=-2, dim2=-1)",
+     _gives(lambda c: _by_distance(c.w, side=1))),
+    ("distance/both-sides", "you counted the distance as |i - j|, on both sides of the diagonal: each "
+     "distance d >= 1 then also averages the T - d entries above the diagonal, which the causal mask sets "
+     "to 0, and its mean is halved; a causal head only looks back, so d = i - j with j <= i",
+     _gives(lambda c: _by_distance(c.w, rows="both"))),
+    ("distance/all-rows", "you divided each distance's total by all B·T = {rows} rows: only the T - d "
+     "queries i >= d have a key d positions back, so divide by B·(T - d), or take the mean of the "
+     "diagonal torch.diagonal(weights, offset=-d, dim1=-2, dim2=-1)",
+     _gives(lambda c: _by_distance(c.w, rows="all"))),
+    ("distance/sum", "you summed the weights at each distance instead of averaging them: divide each "
+     "distance's total by the number of weights at that distance, B·(T - d), or take .mean() of its "
+     "diagonal", _summed),
+    ("distance/to-one", "you rescaled the profile to sum to one: the mean weights at the T distances need "
+     "not add up to one (each averages a different set of rows), so return the means as they are",
+     _gives(lambda c: c.ref / c.ref.sum())),
+    ("distance/key-position", "you averaged by key position (over the batch and the queries): entry j is "
+     "then the weight that position j receives from every query, whatever its distance; index by "
+     "distance instead, entry d averaging weights[b, i, i - d]", _gives(lambda c: c.w.mean((0, 1)))),
+)
+
+
+@_check
+def check_weight_by_distance(fn):
+    """Chapter 6, exercise ``ex-trained-distance``: ``fn(weights)`` measures how far back a head looks.
+
+    ``weights`` are causal attention weights of shape (B, T, T). The answer is a (T,) tensor whose entry
+    d is the mean of ``weights[b, i, i - d]`` over every sequence b and every query i >= d, the queries
+    that have a key d positions back: entry 0 is the mean weight on the diagonal, entry T - 1 is row
+    T - 1's weight on position 0. Any way of computing it passes (``torch.diagonal``, a loop, masks).
+
+    Names: one profile per sequence, the last row only, distances counted above the diagonal or on both
+    sides (|i - j|), each distance divided by all B·T rows, sums instead of means, a profile rescaled to
+    sum to one, an average by key position.
+    """
+    shapes = [(4, 8), (1, 1), (3, 5), (2, 12)]
+    for B, T in shapes:
+        weights = _weights(torch.randn(B, T, T) * 2).to(torch.float32)  # (B, T, T), causal
+        expected = _by_distance(weights)
+        case = SimpleNamespace(w=weights.to(torch.float64), ref=expected, B=B, T=T, last=T - 1, rows=B * T)
+        where = f"causal weights of shape {_shape(weights)}"
+        got, _ = _call(fn, weights.clone(), inputs=where, case=case)
+        _compare(got, expected, what="your profile", where=where, case=case, table=_DISTANCE_ROWS)
+    return (f"your profile is the mean weight at each distance d, over every query with a key d back "
+            f"(tested {_tested('T', [s[1] for s in shapes])}; {_tested('B', [s[0] for s in shapes])})")
+
+
+def _play_lines(block_size: int) -> list[str]:
+    """The lines of the validation text with 2 to block_size characters: what chapter 6 searches."""
+    from attention_lab import text
+
+    return [s for s in text.decode(text.split()[1]).split("\n") if 2 <= len(s) <= block_size]
+
+
+def _look_back(model: nn.Module, lines: list[str], *, mask: bool = True, scale: bool = True,
+               how: str = "mean") -> torch.Tensor:
+    """Each line's look-back, in float64: the line run alone from position 0 through ``model``'s tables
+    and head, then the mean over its positions t of sum_j w[t, j] (t - j), how far back the weight of
+    row t lands on average. ``mask=False`` (keys after t too), ``scale=False`` (no 1/√d_k) and ``how``
+    ("sum" or "max" over the positions) rebuild the mistakes."""
+    from attention_lab import text
+
+    bs = model.position_table.weight.shape[0]
+    sizes = torch.tensor([len(s) for s in lines])  # (N,)
+    ids = torch.zeros(len(lines), bs, dtype=torch.long)  # (N, bs): each line, padded on the right
+    for n, s in enumerate(lines):
+        ids[n, : len(s)] = torch.tensor(text.encode(s))
+    x = (model.token_table.weight.detach().to(torch.float64)[ids]
+         + model.position_table.weight.detach().to(torch.float64))  # (N, bs, C)
+    q, k = _project(x, model.head.query), _project(x, model.head.key)  # (N, bs, hs) each
+    scores = q @ k.mT * (k.shape[-1] ** -0.5 if scale else 1.0)  # (N, bs, bs)
+    t = torch.arange(bs)
+    keep = (t[None, None, :] < sizes[:, None, None])  # (N, 1, bs): keys inside the line
+    if mask:
+        keep = keep & (t[None, None, :] <= t[None, :, None])  # (N, bs, bs): and not after the query
+    w = torch.softmax(scores.masked_fill(~keep, -math.inf), dim=-1)  # (N, bs, bs)
+    back = (w * (t[:, None] - t[None, :])).sum(-1)  # (N, bs): how far back each row looks
+    rows = t[None, :] < sizes[:, None]  # (N, bs): the line's own positions
+    if how == "max":
+        return back.masked_fill(~rows, -math.inf).max(-1).values
+    total = (back * rows).sum(-1)
+    return total if how == "sum" else total / sizes
+
+
+def _picks(how: dict, pick=torch.argmax):
+    """A match for a mistake whose measure ``_look_back(model, lines, **how)`` ranks the learner's line first."""
+
+    def match(case, got):
+        values = _look_back(case.model, case.lines, **how)
+        chosen = values[case.lines.index(got)]
+        best = values.max() if pick is torch.argmax else values.min()
+        return {} if abs(float(chosen - best)) < 1e-6 else None
+
+    return match
+
+
+def _other_model(case, got):
+    if case.other is None:
+        return None
+    values = _look_back(case.other, case.lines)
+    return {} if abs(float(values[case.lines.index(got)] - values.max())) < 1e-6 else None
+
+
+_FURTHEST_ROWS = _table(
+    ("furthest/not-a-line", "your `{name}` returned {got!r}, a {type}, not a line: return the str itself, "
+     "the element of `lines` whose look-back is largest ({where})", None),
+    ("furthest/not-in-lines", "your answer {got!r} is not one of the {n} lines your `{name}` was given "
+     "({where}): search the `lines` argument, not a list from outside the function, and return the line "
+     "as it is", None),
+    ("furthest/ignores-model", "given the untrained head, your `{name}` returned the trained head's line: it "
+     "must take the weights from its `model` argument, not from a model defined outside the function",
+     _other_model),
+    ("furthest/least", "you found the line that looks back least: you took the smallest look-back (min, "
+     "argmin), or counted the distance as j - t, which the causal mask never lets be positive; the key j "
+     "of query t is t - j >= 0 positions back, and the answer is the line with the largest mean",
+     _picks({}, torch.argmin)),
+    ("furthest/sum", "your measure grows with the length of the line: you summed over the positions, or "
+     "averaged over padding positions as well; a line's look-back is the mean over its own len(line) "
+     "positions", _picks({"how": "sum"})),
+    ("furthest/max", "you ranked the lines by their single furthest-looking position (a max over the "
+     "positions); a line's look-back is the mean, over all its positions t, of Σ_j w[t, j]·(t - j)",
+     _picks({"how": "max"})),
+    ("furthest/no-mask", "your weights have no causal mask: query t also gave weight to keys after it; "
+     "fill the scores with -inf where tril[:T, :T] == 0 before the softmax, as the head does",
+     _picks({"mask": False})),
+    ("furthest/no-scale", "your scores were not divided by √head_size = √{hs}: the head's weights are "
+     "softmax(q @ kᵀ / √d_k) under the causal mask", _picks({"scale": False})),
+    ("furthest/differ", "your line {got!r} looks {mine:.3f} characters back on average, but another of the "
+     "{n} lines looks further back, up to {best:.3f} ({where}); a line's look-back is the mean over its "
+     "positions t of Σ_j w[t, j]·(t - j), with the line run alone from position 0", None),
+)
+
+
+@_check
+def check_furthest_line(fn):
+    """Chapter 6, exercise ``ex-trained-furthest``: ``fn(model, lines)`` returns the line of ``lines``
+    on which the head of ``model`` looks furthest back.
+
+    ``model`` is chapter 6's model (``token_table``, ``position_table``, ``head`` with ``key``, ``query``
+    and ``tril``); ``lines`` is a list of strings of 2 to block_size characters. A line's look-back: run
+    the line alone, from position 0, through the tables and the head; row t of the weights looks
+    ``Σ_j w[t, j]·(t - j)`` characters back on average; the look-back of the line is the mean of that
+    over its positions t = 0..T-1. The answer is the line (a str) with the largest look-back.
+
+    Tested on the shipped trained head with the lines of the validation text (chapter 6's ``lines``),
+    on the untrained head with every third of them, and on the trained head with the first 300 lines
+    of at most 12 characters. Names: not a str, a line that was not given, a model taken from outside the function,
+    the smallest look-back (or distances j - t), a sum (or padding averaged in), a max over positions,
+    weights without the mask or without the 1/√d_k scaling; else says how far back the learner's line
+    looks, and how far the furthest does, without naming it.
+    """
+    from attention_lab import training
+
+    trained, untrained = training.load_trained()[:2]
+    lines = _play_lines(trained.position_table.weight.shape[0])
+    # every line, for the answer; a third of them through the untrained head, where a function that
+    # reads a model from outside gives itself away; 300 short lines, where a sum and a mean disagree
+    short = [s for s in lines if len(s) <= 12][:300]
+    cases = [("the trained head", trained, lines, None), ("the untrained head", untrained, lines[::3], trained),
+             ("the trained head", trained, short, None)]
+    name = _name(fn)
+    threads = torch.get_num_threads()
+    for label, model, given, other in cases:
+        where = f"{label} and {len(given):,} lines of the validation text"
+        # a loop over lines runs thousands of tiny products: with one thread, tens of times faster on a
+        # busy machine (a second thread only waits); the learner's setting is restored
+        torch.set_num_threads(1)
+        try:
+            got, _ = _call(fn, model, list(given), inputs=where)
+        finally:
+            torch.set_num_threads(threads)
+        fields = dict(name=name, got=got, where=where, n=len(given), type=type(got).__name__)
+        if not isinstance(got, str):
+            _fail("furthest/not-a-line", **fields)
+        if got not in given:
+            _fail("furthest/not-in-lines", **fields)
+        values = _look_back(model, given)
+        mine, best = float(values[given.index(got)]), float(values.max())
+        if mine >= best - 1e-6:
+            continue
+        case = SimpleNamespace(model=model, lines=given, other=other, hs=model.head.key.out_features)
+        row, found = _first(_FURTHEST_ROWS, case, got)
+        if row is not None:
+            raise CheckFailed(_fill(row.message, fields, vars(case), found) + f"\n  ({where})", row.id)
+        _fail("furthest/differ", mine=mine, best=best, **fields)
+    return (f"your line is the one where the head looks furthest back, on average over its positions "
+            f"(tested the trained head on {len(lines):,} lines and {len(short)} short ones, the untrained "
+            f"head on {len(lines[::3])})")

@@ -333,6 +333,140 @@ def head_with_parameter(part, W, C=8, hs=16, bs=8):
     return head
 
 
+# chapter 6: how far back a head looks
+
+
+def diagonals(w):
+    """The diagonals of (B, T, T) weights below the main one, d = 0..T-1: each (B, T - d)."""
+    return [torch.diagonal(w, offset=-d, dim1=-2, dim2=-1) for d in range(w.shape[-1])]
+
+
+def by_distance_loop(w):
+    B, T, _ = w.shape
+    out = torch.zeros(T)
+    for d in range(T):
+        out[d] = sum(w[b, i, i - d] for b in range(B) for i in range(d, T)) / (B * (T - d))
+    return out
+
+
+def by_distance_masks(w, normalize="mean", distance=lambda i, j: i - j):
+    """Entry d from a (T, T) mask of the pairs at distance d; ``normalize`` and ``distance`` rebuild mistakes."""
+    B, T, _ = w.shape
+    i, j = torch.arange(T)[:, None], torch.arange(T)[None, :]
+    out = []
+    for d in range(T):
+        at = distance(i, j) == d  # (T, T)
+        total = (w * at).sum()
+        out.append({"mean": total / (B * at.sum()), "rows": total / (B * T), "sum": total}[normalize])
+    return torch.stack(out)
+
+
+def by_distance_both_sides(w):
+    """Every pair (i, j) with |i - j| = d, a loop over both sides of the diagonal."""
+    B, T, _ = w.shape
+    out = torch.zeros(T)
+    for d in range(T):
+        pairs = [(i, j) for i in range(T) for j in range(T) if abs(i - j) == d]
+        out[d] = sum(w[b, i, j] for b in range(B) for i, j in pairs) / (B * len(pairs))
+    return out
+
+
+CH6 = {}
+
+
+def ch6():
+    """Chapter 6's shipped models and the validation lines the check searches (loaded once)."""
+    if not CH6:
+        from attention_lab import training
+
+        shipped = training.load_trained()
+        CH6.update(trained=shipped.trained, untrained=shipped.untrained, lines=checks._play_lines(32))
+    return CH6
+
+
+def line_weights(model, line, mask=True, scale=True):
+    """One line's (T, T) weights through model's tables and head, computed here step by step."""
+    # the checks load the models afresh on every call: remember the weights by the model's numbers
+    key = (tuple(model.head.key.weight[0, :4].tolist()), line, mask, scale)
+    if key not in LINE_WEIGHTS:
+        from attention_lab import text
+
+        T = len(line)
+        with torch.no_grad():
+            x = model.token_table(torch.tensor([text.encode(line)])) + model.position_table(torch.arange(T))
+            q, k = model.head.query(x)[0], model.head.key(x)[0]  # (T, hs)
+            scores = q @ k.T / (math.sqrt(k.shape[-1]) if scale else 1.0)
+            if mask:
+                scores = scores.masked_fill(_tril(T) == 0, NEG)
+            LINE_WEIGHTS[key] = F.softmax(scores, dim=-1)
+    return LINE_WEIGHTS[key]
+
+
+LINE_WEIGHTS = {}
+
+
+def look_backs(model, lines, pool=lambda back: back.mean(), sign=1, **kw):
+    """How far back the head looks on each line: ``pool`` over the rows of sum_j w[t, j]·(t - j)."""
+    out = []
+    for line in lines:
+        t = torch.arange(len(line))
+        back = (line_weights(model, line, **kw) * sign * (t[:, None] - t[None, :])).sum(-1)  # (T,)
+        out.append(float(pool(back)))
+    return torch.tensor(out)
+
+
+def furthest(pick=torch.argmax, **kw):
+    """A furthest-line answer: the line ``pick`` chooses by ``look_backs(model, lines, **kw)``."""
+    return lambda model, lines: lines[int(pick(look_backs(model, lines, **kw)))]
+
+
+def furthest_padded(model, lines):
+    """The whole list at once: pad every line to the block size, then average each line's own rows."""
+    from attention_lab import text
+
+    T = model.position_table.weight.shape[0]
+    ids = torch.zeros(len(lines), T, dtype=torch.long)
+    for n, line in enumerate(lines):
+        ids[n, : len(line)] = torch.tensor(text.encode(line))
+    with torch.no_grad():
+        x = model.token_table(ids) + model.position_table(torch.arange(T))  # (N, T, C)
+        q, k = model.head.query(x), model.head.key(x)
+        w = F.softmax((q @ k.mT / math.sqrt(k.shape[-1])).masked_fill(_tril(T) == 0, NEG), dim=-1)
+    t = torch.arange(T)
+    back = (w * (t[:, None] - t[None, :])).sum(-1)  # (N, T): causal, so padding after a line changes nothing
+    sizes = torch.tensor([len(line) for line in lines])
+    mean = (back * (t < sizes[:, None])).sum(-1) / sizes
+    return lines[int(mean.argmax())]
+
+
+def furthest_with_sdpa(**sdpa):
+    def fn(model, lines):
+        from attention_lab import text
+
+        values = []
+        for line in lines:
+            ids = torch.tensor([text.encode(line)])
+            T = len(line)
+            with torch.no_grad():
+                x = model.token_table(ids) + model.position_table(torch.arange(T))
+                w = F.scaled_dot_product_attention(model.head.query(x), model.head.key(x), torch.eye(T)[None], **sdpa)[0]
+            t = torch.arange(T)
+            values.append(float((w * (t[:, None] - t[None, :])).sum(-1).mean()))
+        return lines[max(range(len(lines)), key=values.__getitem__)]
+
+    return fn
+
+
+def furthest_of_global_model(model, lines):
+    return furthest()(ch6()["trained"], lines)  # the model argument is ignored
+
+
+def furthest_of_loaded_model(model, lines):
+    from attention_lab import training
+
+    return furthest()(training.load_trained().trained, lines)
+
+
 def with_entries(weights, index, values):
     """A copy of ``weights`` with ``values`` written at ``index``."""
     weights = weights.clone()
@@ -386,6 +520,11 @@ CORRECT = [
     ("multihead", checks.check_multihead_sdpa, (multihead(),)),
     ("multihead-unbind", checks.check_multihead_sdpa,
      (multihead(merge=lambda out: torch.cat(out.unbind(1), dim=-1)),)),
+    ("distance-diagonal", checks.check_weight_by_distance, (lambda w: torch.stack([d.mean() for d in diagonals(w)]),)),
+    ("distance-loop", checks.check_weight_by_distance, (by_distance_loop,)),
+    ("distance-masks", checks.check_weight_by_distance, (by_distance_masks,)),
+    ("furthest-loop", checks.check_furthest_line, (furthest(),)),
+    ("furthest-padded", checks.check_furthest_line, (furthest_padded,)),
     ("previous-token", checks.check_previous_token_head, (previous_token_head(),)),
     ("previous-token-function", checks.check_previous_token_head, (previous_token_head,)),
     ("previous-token-query-side", checks.check_previous_token_head, (head_with(20 * shift(8, -1), torch.eye(8)),)),
@@ -398,8 +537,10 @@ CORRECT = [
 def test_right_answers_pass_with_one_line_and_return_none(check, args, capsys):
     assert check(*args) is None  # None: a chapter's last line would echo anything else into its outputs
     lines = capsys.readouterr().out.splitlines()
-    assert len(lines) == 1
     assert lines[0].startswith(f"✓ {check.__name__} passed")
+    # one message, wrapped to the book's 77-character column, its later lines indented
+    assert all(line.startswith("  ") for line in lines[1:])
+    assert max(len(line) for line in lines) <= checks.LINE_WIDTH
 
 
 @pytest.mark.parametrize("check, args", [c[1:] for c in CORRECT[::5]], ids=[c[0] for c in CORRECT[::5]])
@@ -420,7 +561,7 @@ def test_weights_of_a_real_text_batch_pass_both_real_batch_checks(capsys):
     checks.check_weights_are_causal(weights)
     checks.check_weights_are_causal(lambda: weights)
     checks.check_real_batch_weights(weights, head, x)
-    lines = capsys.readouterr().out.splitlines()
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("✓")]
     assert [line.split(" passed")[0] for line in lines] == [
         "✓ check_weights_are_causal", "✓ check_weights_are_causal", "✓ check_real_batch_weights"]
 
@@ -738,6 +879,61 @@ WRONG = [
     ("multihead-float-mask", checks.check_multihead_sdpa,
      (lambda heads, x: multihead(attn_mask=_tril(x.shape[1]))(heads, x),), "sdpa/float-mask"),
     ("multihead-no-scale", checks.check_multihead_sdpa, (multihead(is_causal=True, scale=1.0),), "head/no-scale"),
+    # chapter 6: the mean weight at each distance
+    ("distance-per-sequence", checks.check_weight_by_distance,
+     (lambda w: torch.stack([d.mean(-1) for d in diagonals(w)], -1),), "distance/per-sequence"),
+    ("distance-per-sequence-loop", checks.check_weight_by_distance,
+     (lambda w: torch.stack([by_distance_loop(w[b : b + 1]) for b in range(len(w))]),), "distance/per-sequence"),
+    ("distance-last-row", checks.check_weight_by_distance, (lambda w: w[:, -1].flip(-1).mean(0),), "distance/last-row"),
+    ("distance-last-row-loop", checks.check_weight_by_distance,
+     (lambda w: torch.stack([w[:, -1, w.shape[-1] - 1 - d].mean() for d in range(w.shape[-1])]),), "distance/last-row"),
+    ("distance-offset-plus", checks.check_weight_by_distance,
+     (lambda w: torch.stack([torch.diagonal(w, d, -2, -1).mean() for d in range(w.shape[-1])]),), "distance/wrong-side"),
+    ("distance-j-minus-i", checks.check_weight_by_distance,
+     (lambda w: by_distance_masks(w, distance=lambda i, j: j - i),), "distance/wrong-side"),
+    ("distance-abs", checks.check_weight_by_distance,
+     (lambda w: by_distance_masks(w, distance=lambda i, j: (i - j).abs()),), "distance/both-sides"),
+    ("distance-abs-loop", checks.check_weight_by_distance, (by_distance_both_sides,), "distance/both-sides"),
+    ("distance-over-T", checks.check_weight_by_distance,
+     (lambda w: torch.stack([d.sum() / w.shape[0] / w.shape[1] for d in diagonals(w)]),), "distance/all-rows"),
+    ("distance-masks-over-T", checks.check_weight_by_distance,
+     (lambda w: by_distance_masks(w, normalize="rows"),), "distance/all-rows"),
+    ("distance-sum", checks.check_weight_by_distance, (lambda w: by_distance_masks(w, normalize="sum"),), "distance/sum"),
+    ("distance-sum-batch-mean", checks.check_weight_by_distance,
+     (lambda w: torch.stack([d.sum(-1).mean() for d in diagonals(w)]),), "distance/sum"),
+    ("distance-to-one", checks.check_weight_by_distance,
+     (lambda w: (lambda p: p / p.sum())(by_distance_loop(w)),), "distance/to-one"),
+    ("distance-normalize", checks.check_weight_by_distance,
+     (lambda w: F.normalize(torch.stack([d.mean() for d in diagonals(w)]), p=1, dim=0),), "distance/to-one"),
+    ("distance-key-position", checks.check_weight_by_distance, (lambda w: w.mean(dim=(0, 1)),), "distance/key-position"),
+    ("distance-column-sums", checks.check_weight_by_distance,
+     (lambda w: w.sum(dim=1).mean(dim=0) / w.shape[1],), "distance/key-position"),
+    # chapter 6: the line where the head looks furthest back
+    ("furthest-index", checks.check_furthest_line,
+     (lambda model, lines: int(look_backs(model, lines).argmax()),), "furthest/not-a-line"),
+    ("furthest-pair", checks.check_furthest_line,
+     (lambda model, lines: (furthest()(model, lines), 0.9),), "furthest/not-a-line"),
+    ("furthest-global-lines", checks.check_furthest_line,
+     (lambda model, lines: furthest()(model, ch6()["lines"]),), "furthest/not-in-lines"),
+    ("furthest-newline", checks.check_furthest_line,
+     (lambda model, lines: furthest()(model, lines) + "\n",), "furthest/not-in-lines"),
+    ("furthest-global-model", checks.check_furthest_line, (furthest_of_global_model,), "furthest/ignores-model"),
+    ("furthest-loaded-model", checks.check_furthest_line, (furthest_of_loaded_model,), "furthest/ignores-model"),
+    ("furthest-argmin", checks.check_furthest_line, (furthest(pick=torch.argmin),), "furthest/least"),
+    ("furthest-j-minus-t", checks.check_furthest_line, (furthest(sign=-1),), "furthest/least"),
+    ("furthest-sum", checks.check_furthest_line, (furthest(pool=lambda back: back.sum()),), "furthest/sum"),
+    ("furthest-padding", checks.check_furthest_line,
+     (furthest(pool=lambda back: back.sum() / 32),), "furthest/sum"),
+    ("furthest-max", checks.check_furthest_line, (furthest(pool=lambda back: back.max()),), "furthest/max"),
+    ("furthest-max-topk", checks.check_furthest_line,
+     (furthest(pool=lambda back: back.topk(1).values[0]),), "furthest/max"),
+    ("furthest-no-mask", checks.check_furthest_line, (furthest(mask=False),), "furthest/no-mask"),
+    ("furthest-sdpa-not-causal", checks.check_furthest_line, (furthest_with_sdpa(),), "furthest/no-mask"),
+    ("furthest-no-scale", checks.check_furthest_line, (furthest(scale=False),), "furthest/no-scale"),
+    ("furthest-sdpa-scale-1", checks.check_furthest_line,
+     (furthest_with_sdpa(is_causal=True, scale=1.0),), "furthest/no-scale"),
+    ("furthest-first-line", checks.check_furthest_line, (lambda model, lines: lines[0],), "furthest/differ"),
+    ("furthest-longest", checks.check_furthest_line, (lambda model, lines: max(lines, key=len),), "furthest/differ"),
     # chapter 6: a head that attends to the previous position
     ("previous-linear", checks.check_previous_token_head, (nn.Linear(8, 8),), "previous/not-a-head"),
     ("previous-own-names", checks.check_previous_token_head,
@@ -847,6 +1043,17 @@ def test_a_weak_previous_token_head_reports_its_weight_on_t_minus_1():
     assert f"row 7 puts only {p:.2f} on t - 1" in str(failure)
 
 
+def test_a_furthest_line_that_is_not_the_furthest_says_how_far_it_looks_without_naming_the_answer():
+    threads = torch.get_num_threads()
+    lines = ch6()["lines"]
+    failure = _produce(checks.check_furthest_line, (lambda model, lines: lines[0],))
+    mine, best = look_backs(ch6()["trained"], lines[:1])[0], look_backs(ch6()["trained"], lines).max()
+    assert f"your line {lines[0]!r} looks {mine:.3f} characters back" in str(failure)
+    assert f"up to {best:.3f}" in str(failure)
+    assert repr(furthest_padded(ch6()["trained"], lines)) not in str(failure)
+    assert torch.get_num_threads() == threads  # the check ran the learner's code on one thread, then put it back
+
+
 # ---------------------------------------------------------------- a stub is answered kindly
 
 STUBS = [
@@ -866,6 +1073,8 @@ STUBS = [
     (checks.check_weights_are_causal, (None,), "weights"),
     (checks.check_real_batch_weights, (stub, REAL_HEAD, REAL_X), "stub"),
     (checks.check_real_batch_weights, (None, REAL_HEAD, REAL_X), "weights"),
+    (checks.check_weight_by_distance, (stub,), "stub"),
+    (checks.check_furthest_line, (stub,), "stub"),
     (checks.check_previous_token_head, (stub,), "stub"),
 ]
 
@@ -873,7 +1082,9 @@ STUBS = [
 @pytest.mark.parametrize("check, args, name", STUBS)
 def test_a_stub_says_not_yet_implemented_and_returns_none(check, args, name, capsys):
     assert check(*args) is None
-    assert capsys.readouterr().out == f"✗ not yet implemented: fill in `{name}` above, then run this cell again.\n"
+    out = capsys.readouterr().out
+    assert " ".join(out.split()) == f"✗ not yet implemented: fill in `{name}` above, then run this cell again."
+    assert max(len(line) for line in out.splitlines()) <= checks.LINE_WIDTH
 
 
 @pytest.mark.parametrize("check, args, name", STUBS)
