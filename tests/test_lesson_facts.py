@@ -1,4 +1,4 @@
-"""Every fact DESIGN.md lists is visible in a stored output, next to the code that makes it.
+"""Every fact the design notes list (CONTRIBUTING.md) is visible in a stored output, next to the code that makes it.
 
 Strict nbval proves the stored outputs are what the code prints today; this proves the outputs still say
 the lesson's facts, so a later edit cannot quietly drop one (a cell rewritten, a print removed).
@@ -14,17 +14,55 @@ LESSONS = Path(__file__).resolve().parents[1] / "lessons"
 # (chapter, a piece of the code cell's source, what its output must contain)
 FACTS = [
     ("01_plain_causal_average", "allclose(xbow, xbow2", "allclose(xbow, xbow2, atol=1e-6): True"),
+    ("01_plain_causal_average", "the rest 0:", "row 7: entries 0..7 are 1/8: True, the rest 0: True, sum 1.0000"),
+    ("02_queries_keys_values", "named_parameters()", "k, q, v are parameters: [False, False, False]"),
+    ("02_queries_keys_values", "named_parameters()", "key   learns {'weight': (16, 384)}"),
     ("02_queries_keys_values", "key.weight.shape", "torch.Size([16, 384])"),
-    ("02_queries_keys_values", "x @ key.weight.T", "True"),
+    ("02_queries_keys_values", "x @ key.weight.T", "key(x) == x @ key.weight.T: True"),
+    ("02_queries_keys_values", "torch.allclose(grid, grid.T)", "scores[0] equals its transpose: False"),
+    ("02_queries_keys_values", "tied = q @ q.transpose(-2, -1)",
+     "tied, W_K = W_Q:\n  symmetric:               True"),
     ("03_scaled_dot_product", "for d_k in [1, 4, 16, 64, 256]", "  256      255.8                   1.00"),
     ("03_scaled_dot_product", "F.softmax(torch.tensor([8.0, 0.0])", "softmax([8, 0]) = ['0.9997', '0.0003']"),
     ("03_scaled_dot_product", ".backward()", "logits [8.0, 0.0]: first output 0.9997, gradient ['0.0003', '-0.0003']"),
     ("04_masking_the_future", "print(weights[0, 0].tolist())", "[1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]"),
     ("04_masking_the_future", "row_sums = weights.sum(dim=-1)", "every row sums to one: True"),
-    ("04_masking_the_future", "weights.triu(1) == 0", "everything above the diagonal is exactly 0: True"),
+    ("04_masking_the_future", "above = weights.triu(1)", "everything above the diagonal is exactly 0: True"),
+    # chapters 3 and 4 beyond the lesson: the chapter's own q and k, saturation, underflow, empty rows
+    ("03_scaled_dot_product", "rows = {", "  8.0      0.9997    0.0003"),
+    ("04_masking_the_future", "torch.exp(z)",
+     "exp(z): ['1.0e+00', '4.5e-05', '3.8e-44', '1.4e-45', '0.0e+00', '0.0e+00']"),
+    ("04_masking_the_future", "for name, fill in fills", "fill      -1e9: future weights all exactly 0: True"),
+    ("04_masking_the_future", "for name, fill in fills", "fill finfo.min: future weights all exactly 0: True"),
+    ("04_masking_the_future", "for name, fill in fills", "fill      -100: future weights all exactly 0: False"),
+    ("04_masking_the_future", "hide_all = torch.ones", "-inf: tensor([nan, nan, nan])\n-1e9: tensor([0.33, 0.33, 0.33])"),
+    ("04_masking_the_future", "torch.equal(F.softmax(equal", "softmax of equal scores is Fig. 2's w: True"),
     ("05_one_head", "out = head(x)", "out: (4, 8, 16)"),
     ("05_one_head", "named_buffers()", "buffers:    ['tril']\n'tril' in parameters: False"),
     ("05_one_head", "is_causal=True)", "allclose: True"),
+    # chapter 5 beyond the lesson: checkpoints, the block size, what a head cannot see, the 4-D call
+    ("05_one_head", "bigger.load_state_dict", "size mismatch for"),
+    ("05_one_head", "persistent=False", "state_dict keys: ['key.weight', 'query.weight', 'value.weight']"),
+    ("05_one_head", "x_long = torch.randn", "RuntimeError: The size of tensor a (8) must match"),
+    ("05_one_head", "x_long = torch.randn", "the last 8 positions: (1, 8, 16)"),
+    ("05_one_head", "open_head.tril.fill_", "shuffling x shuffles the outputs, nothing else: True"),
+    ("05_one_head", "order = torch.cat", "output at t unchanged: True\noutputs before t changed: True"),
+    ("05_one_head", "x_other[0] = torch.randn", "sequence 0 changed: True\nsequences 1 to 3 identical: True"),
+    ("05_one_head", "q[:, None]", "out4[:, 0] equals out: True"),
+    ("05_one_head", "sdpa_kernel(SDPBackend.FLASH_ATTENTION)", "3-D input: refused"),
+    ("05_one_head", "sdpa_kernel(SDPBackend.FLASH_ATTENTION)", "4-D input: ran on the flash kernel"),
+    ("05_one_head", "position_table(torch.arange(block_size + 1))", "IndexError: index out of range"),
+    ("05_one_head", "tok_shuffled = token_table", "tokens only, last output unchanged: True\n"
+     "tokens + positions, last output unchanged: False"),
+    # chapter 6: held-out text, the shipped run's start, exact validation losses, the head beating the bigram
+    ("06_trained_head", "train_ids, val_ids = text.split()", "training:   1,003,854 (the first 90 %)\n"
+     "validation:   111,540 (the last 10 %)"),
+    ("06_trained_head", "start = shipped.untrained.state_dict()", "the shipped run's start, weight for weight: True"),
+    ("06_trained_head", "loss = training.validation_loss(untrained)", "predictions: 111,539"),
+    ("06_trained_head", "losses[name] = training.validation_loss(model)",
+     "batches of 128 windows of 33 characters, 3,000 AdamW steps, seed 1337"),
+    ("06_trained_head", "losses[name] = training.validation_loss(model)", "HeadLM         22,721   0.002            2.317    2.317"),
+    ("06_trained_head", "losses[name] = training.validation_loss(model)", "BigramLM        4,225    0.01            2.485    2.485"),
 ]
 
 
@@ -48,3 +86,64 @@ def test_variance_table_shows_d_k_before_and_about_one_after_scaling():
     for d_k, (before, after) in table.items():
         assert abs(before / d_k - 1) < 0.05, f"Var(q.k) at d_k={d_k} is {before}, not about {d_k}"
         assert abs(after - 1) < 0.05, f"Var after scaling at d_k={d_k} is {after}, not about 1"
+
+
+def test_dropout_in_the_reading_solution_rescales_and_breaks_the_row_sum():
+    """Chapter 5's nanoGPT reading: dropout keeps weights times 1/(1 - p), so a training row does not sum to one."""
+    nb = nbformat.read(LESSONS / "05_one_head.ipynb", as_version=4)
+    cells = [c for c in nb.cells if c.cell_type == "code" and "nn.Dropout(p=0.2)" in c.source]
+    assert len(cells) == 1, "the reading solution's dropout cell is missing"
+    out = "".join(o.get("text", "") for o in cells[0].outputs)
+    assert "kept weights multiplied by [1.25]" in out
+    train_sum = float(out.split("row sum in training mode:")[1].split()[0])
+    assert abs(train_sum - 1) > 0.01, f"a row with dropped weights should not sum to one; got {train_sum}"
+    assert "row sum in evaluation mode: 1.0" in out
+
+
+def test_tying_w_k_to_w_q_makes_the_grid_symmetric_with_a_non_negative_leading_diagonal():
+    """Chapter 2: separate W_Q, W_K give an asymmetric grid; tied ones a symmetric grid whose diagonal,
+    |q_i|^2, is never negative and leads its row."""
+    text = output_of("02_queries_keys_values", "tied = q @ q.transpose(-2, -1)")
+    untied, tied = text.split("tied, W_K = W_Q:")
+    assert "symmetric:               False" in untied and "symmetric:               True" in tied
+    smallest = float(tied.split("smallest diagonal entry:")[1].split()[0])
+    assert smallest >= 0, f"a tied grid's diagonal |q_i|^2 printed as {smallest}"
+    assert "diagonal is the row max: 32 of 32 rows" in tied
+
+
+def test_chapter_3_measures_its_own_q_and_k_and_the_scaling_removes_only_the_d_k():
+    """Chapter 3: nn.Linear's default init gives entries of variance about 1/3 and scaled scores of about 1/9
+    (not 1); over fresh projections of several widths the raw variance grows with d_k, the scaled one does not."""
+    rows = output_of("03_scaled_dot_product", '("scaled scores", scores, 1 / 9)').splitlines()[1:]
+    measured = {r[:20].strip(): float(r[20:].split()[0]) for r in rows}
+    assert abs(measured["entries of q"] - 1 / 3) < 0.04 and abs(measured["entries of k"] - 1 / 3) < 0.04
+    assert abs(measured["scaled scores"] - 1 / 9) < 0.02, f"scaled scores: {measured['scaled scores']}, not about 1/9"
+    sweep = output_of("03_scaled_dot_product", "query_d = nn.Linear(C, d_k").splitlines()[1:]
+    table = {int(r.split()[0]): [float(n) for n in r.split()[1:]] for r in sweep}
+    assert sorted(table) == [4, 16, 64, 256]
+    for d_k, (var_q, raw, predicted, scaled) in table.items():
+        assert abs(var_q - 1 / 3) < 0.05 and abs(raw / predicted - 1) < 0.2, (d_k, var_q, raw, predicted)
+        assert 0.08 < scaled < 0.15, f"scaled variance at d_k={d_k} is {scaled}, not about 1/9"
+
+
+def test_chapter_6_shows_the_head_model_beating_the_bigram_on_held_out_text():
+    """Chapter 6: both exact validation losses are printed beside the logged ones and equal to them, the head
+    model's is at most 2.36 and below the bigram's, and the printed gain is their difference."""
+    out = output_of("06_trained_head", "losses[name] = training.validation_loss(model)")
+    rows = [line.split() for line in out.splitlines() if line.startswith(("HeadLM", "BigramLM"))]
+    loss = {row[0]: float(row[-2]) for row in rows}
+    assert all(row[-2] == row[-1] for row in rows), rows  # the chapter's classes give the logged losses
+    assert loss["HeadLM"] <= 2.36 and loss["HeadLM"] < loss["BigramLM"], loss
+    gain = float(out.split("lower by")[1].split()[0])
+    assert abs(gain - (loss["BigramLM"] - loss["HeadLM"])) <= 0.0015, (gain, loss)
+
+
+def test_chapter_6_measures_a_trained_head_that_looks_a_character_or_two_back():
+    """Chapter 6's measured pattern: the trained head's last query puts most of its weight on distances 0
+    and 1 and looks back less than one character on average; the untrained head spreads its weight."""
+    out = output_of("06_trained_head", "by_distance = {name:")
+    rows = {line.split()[0]: [float(x) for x in line.split()[1:]] for line in out.splitlines()
+            if line.startswith(("trained", "untrained"))}
+    trained, untrained = rows["trained"], rows["untrained"]
+    assert trained[0] + trained[1] > 0.8 and trained[-1] < 1, trained
+    assert max(untrained[:6]) < 0.1 and untrained[-1] > 10, untrained
