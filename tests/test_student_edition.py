@@ -13,6 +13,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
+import launch_notebooks
 import student_edition
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -137,7 +138,11 @@ def test_command_writes_notebooks_and_zips(tmp_path):
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     written = nbformat.read(out / "01_plain_causal_average.ipynb", as_version=4)
-    assert len(written.cells) == 6
+    # the six cells of the transform, in plain Markdown (tools/launch_notebooks.py), and the note on running it
+    assert [c["id"] for c in written.cells] == ["01-000", "01-001", "01-run", "01-002", "01-003", "01-004", "01-008"]
+    assert launch_notebooks.raw_myst_in_notebook(written) == []
+    assert written.cells[4].source.startswith('### <a id="ex-average-loop"></a>Exercise 1.1\n')
+    assert written.cells[5].source.startswith("# Exercise 1.1: write your answer here")
     with zipfile.ZipFile(out / "01_plain_causal_average.zip") as zf:
         assert zf.namelist() == ["01_plain_causal_average.ipynb"]
         assert nbformat.reads(zf.read("01_plain_causal_average.ipynb").decode(), as_version=4) == written
@@ -184,7 +189,9 @@ REAL = sorted((ROOT / "lessons").glob("[0-9][0-9]_*.ipynb"))
 @pytest.mark.skipif(not REAL, reason="no chapters in lessons/ yet")
 @pytest.mark.parametrize("path", REAL, ids=[p.stem for p in REAL])
 def test_real_student_edition_runs_and_every_check_says_not_yet_implemented(path, tmp_path):
-    student = make_student_notebook(nbformat.read(path, as_version=4), name=str(path.relative_to(ROOT)))
+    # the edition as written to student/: solutions removed, then in plain Markdown
+    student = student_edition.student_notebook(nbformat.read(path, as_version=4), path.stem,
+                                                name=str(path.relative_to(ROOT)))
     nb = _run(student, tmp_path)
     check_cells = [c for c in nb.cells if c.cell_type == "code" and _CHECK_CALL.search(c.source)]
     has_stubs = any("exercise-stub" in c.metadata.get("tags", []) for c in nb.cells)

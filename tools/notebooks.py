@@ -1,8 +1,9 @@
 """Maintain the chapter notebooks: sync the bootstrap cell, re-execute, normalize.
 
-    python tools/notebooks.py sync             # bootstrap cells and README links follow _config.yml
+    python tools/notebooks.py sync             # bootstrap cells, README links, the clone command of
+                                               # book/how_to_run.md and notebooks/ follow _config.yml
     python tools/notebooks.py execute [NB ...] # sync, run each in a fresh kernel, store outputs
-    python tools/notebooks.py check            # fail if a notebook is not synced and normalized
+    python tools/notebooks.py check            # fail if any of those is out of date
 
 `make outputs` runs `execute` on every chapter. Outputs are stored with widget state (so the static
 book can show the explorers) and with metadata that does not depend on the machine or the clock.
@@ -54,7 +55,7 @@ def release_ref() -> str:
 
 
 def bootstrap_source() -> str:
-    url, branch = repository()
+    url, _ = repository()
     return (
         "# on Colab (or anywhere the helper package is missing) install it from the course repository;\n"
         "# where it is already installed, as on Binder or a local clone, this does nothing\n"
@@ -62,7 +63,7 @@ def bootstrap_source() -> str:
         "\n"
         'if importlib.util.find_spec("attention_lab") is None:\n'
         "    subprocess.run(\n"
-        f'        [sys.executable, "-m", "pip", "install", "--quiet", "attention_lab @ git+{url}@{branch}"],\n'
+        f'        [sys.executable, "-m", "pip", "install", "--quiet", "attention_lab @ git+{url}@{release_ref()}"],\n'
         "        check=True,\n"
         "    )"
     )
@@ -78,14 +79,21 @@ def pages_url(url: str) -> str:
 
 
 def launch_links(path: Path) -> dict[str, str]:
-    """The hosted page, Binder and Colab addresses of one chapter, from _config.yml."""
-    url, branch = repository()
+    """The hosted page of one chapter, and the Binder and Colab addresses of its launch notebook.
+
+    ``path`` is the chapter, ``lessons/NN_slug.ipynb``; Binder (in JupyterLab) and Colab open
+    ``notebooks/NN_slug.ipynb``, its plain-Markdown copy (tools/launch_notebooks.py), at the release tag
+    :func:`release_ref`, so a link handed out for a term keeps opening the same notebook.
+    """
+    url, _ = repository()
     slug = url.removeprefix("https://github.com/")
     rel = path.relative_to(ROOT).as_posix()
+    notebook = f"notebooks/{path.name}"
+    ref = release_ref()
     return {
         "page": f"{pages_url(url)}/{rel.removesuffix('.ipynb')}.html",
-        "binder": f"https://mybinder.org/v2/gh/{slug}/{branch}?urlpath=lab/tree/{rel}",
-        "colab": f"https://colab.research.google.com/github/{slug}/blob/{branch}/{rel}",
+        "binder": f"https://mybinder.org/v2/gh/{slug}/{ref}?urlpath=lab/tree/{notebook}",
+        "colab": f"https://colab.research.google.com/github/{slug}/blob/{ref}/{notebook}",
     }
 
 
@@ -110,7 +118,8 @@ def readme_table(paths: list[Path]) -> str:
         name = title(nbformat.read(path, as_version=4))
         rows.append(f"| {name} | [hosted page]({links['page']}) "
                     f"| [Binder]({links['binder']}) · [Colab]({links['colab']}) |")
-    rows += ["", f"Hosted book: {pages_url(url)}/ · repository: {url}", "", README_END]
+    rows += ["", (f"Hosted book: {pages_url(url)}/ · repository: {url} · Binder and Colab open the chapter's "
+                  f"notebook in `notebooks/` at the release `{release_ref()}`"), "", README_END]
     return "\n".join(rows)
 
 
@@ -124,6 +133,29 @@ def sync_readme(paths: list[Path], write: bool) -> bool:
     new = pattern.sub(lambda _: readme_table(paths), text)
     if new != text and write:
         readme.write_text(new)
+    return new != text
+
+
+CLONE_START = "<!-- clone: written by `make sync` from _config.yml; edit there -->"
+CLONE_END = "<!-- /clone -->"
+
+
+def clone_block() -> str:
+    """The clone command of book/how_to_run.md, for the repository in _config.yml."""
+    url, _ = repository()
+    folder = url.rstrip("/").rsplit("/", 1)[-1].removesuffix(".git")
+    return "\n".join([CLONE_START, "", "```console", f"git clone {url}", f"cd {folder}", "```", "", CLONE_END])
+
+
+def sync_markers(path: Path, start: str, end: str, block: str, write: bool) -> bool:
+    """Rewrite the text between two marker lines of a file; return True if it was out of date."""
+    text = path.read_text()
+    pattern = re.compile(re.escape(start) + ".*?" + re.escape(end), re.S)
+    if not pattern.search(text):
+        raise SystemExit(f"{path.relative_to(ROOT)} lacks the markers {start!r} ... {end!r}")
+    new = pattern.sub(lambda _: block, text)
+    if new != text and write:
+        path.write_text(new)
     return new != text
 
 
@@ -269,14 +301,31 @@ def main(argv: list[str] | None = None) -> int:
         elif changed:
             stale.append(path.relative_to(ROOT))
     if not args.notebooks and args.command in ("sync", "check"):
-        if sync_readme(paths, write=args.command == "sync"):
-            if args.command == "sync":
-                print("synced the chapter table in README.md")
+        write = args.command == "sync"
+        how_to_run = ROOT / "book" / "how_to_run.md"
+        for name, changed in (("the chapter table in README.md", sync_readme(paths, write)),
+                              ("the clone command in book/how_to_run.md",
+                               sync_markers(how_to_run, CLONE_START, CLONE_END, clone_block(), write))):
+            if changed and write:
+                print(f"synced {name}")
+            elif changed:
+                stale.append(name)
+    if args.command in ("sync", "execute", "check"):
+        # the launch notebooks follow the chapters (tools/launch_notebooks.py; `make launch` adds student editions)
+        import launch_notebooks
+
+        try:
+            if args.command == "check":
+                stale += launch_notebooks.stale()
             else:
-                stale.append("README.md")
+                for path in launch_notebooks.write():
+                    print(f"{'wrote' if path.exists() else 'removed'} {path.relative_to(ROOT)}")
+        except launch_notebooks.LaunchError as exc:
+            print(f"launch notebooks cannot be made from lessons/:\n{exc}", file=sys.stderr)
+            return 1
     if stale:
-        print("bootstrap cell or launch links out of date with _config.yml in: " + ", ".join(map(str, stale))
-              + "\nrun `make sync` (or `make outputs`) and commit the notebooks", file=sys.stderr)
+        print("out of date with _config.yml or lessons/: " + ", ".join(map(str, stale))
+              + "\nrun `make sync` (or `make outputs`) and commit the result", file=sys.stderr)
         return 1
     return 0
 

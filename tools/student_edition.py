@@ -14,6 +14,11 @@ student notebook:
 - outputs and execution counts are cleared and the widget state is dropped;
 - everything else is unchanged.
 
+The files it writes then go through the launch notebooks' conversion (tools/launch_notebooks.py), so a
+student edition reads like the launch notebook a learner opens in Colab, Binder or JupyterLab: plain
+Markdown, no raw MyST, exercises headed "Exercise N.k", each stub followed by its check.
+`make launch` writes both.
+
 The exercise pattern is the five cells of CONTRIBUTING.md ("Exercises"). A notebook that breaks it
 stops the command with a message naming the notebook and the cell, and nothing is written: a
 solution that defines a function or class with no `exercise-stub` before it in the same exercise
@@ -210,17 +215,36 @@ def write_zip(notebook: Path, archive: Path) -> None:
         zf.writestr(info, notebook.read_bytes())
 
 
-def build(paths: list[Path], out: Path) -> list[Path]:
+def student_notebook(nb: nbformat.NotebookNode, stem: str, name: str = "notebook", book=None):
+    """The student edition as learners get it: :func:`make_student_notebook`, then in plain Markdown.
+
+    ``book`` is the index of labels, terms and references (``launch_notebooks.load_book()``, read when
+    not given). Raises :class:`StudentEditionError` for a broken exercise pattern and
+    ``launch_notebooks.LaunchError`` for markup the conversion cannot write.
+    """
+    import launch_notebooks
+
+    student = make_student_notebook(nb, name=name)
+    return launch_notebooks.plain_notebook(student, stem, book or launch_notebooks.load_book(),
+                                           student=True, name=name)
+
+
+def build(paths: list[Path], out: Path, book=None) -> list[Path]:
     """Check every notebook first, then write each student notebook and its zip; return the notebooks."""
+    import launch_notebooks
+
     editions, errors = [], []
     for path in paths:
         try:
             nb = nbformat.read(path, as_version=4)
-            editions.append((path, make_student_notebook(nb, name=_display(path))))
+            make_student_notebook(nb, name=_display(path))  # the exercise pattern first, for every chapter
+            editions.append((path, nb))
         except StudentEditionError as exc:
             errors.append(str(exc))
     if errors:
         raise StudentEditionError("\n".join(errors))
+    book = book or launch_notebooks.load_book(extra=[p for p in paths if p.resolve().parent != LESSONS])
+    editions = [(path, student_notebook(nb, path.stem, _display(path), book)) for path, nb in editions]
     out.mkdir(parents=True, exist_ok=True)
     written = []
     for path, nb in editions:
@@ -248,9 +272,11 @@ def main(argv: list[str] | None = None) -> int:
     if not paths:
         print(f"no notebooks found under {LESSONS}", file=sys.stderr)
         return 1
+    from launch_notebooks import LaunchError
+
     try:
         written = build(paths, Path(args.out))
-    except StudentEditionError as exc:
+    except (StudentEditionError, LaunchError) as exc:
         print(f"student edition not written:\n{exc}", file=sys.stderr)
         return 1
     for target in written:

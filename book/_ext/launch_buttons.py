@@ -1,0 +1,81 @@
+"""Launch buttons that open the launch notebooks, and a table of every chapter's launch links.
+
+sphinx-book-theme builds a page's rocket menu (Binder, Colab) from the page's own source,
+``lessons/NN_slug.ipynb`` on the branch in _config.yml. That notebook is MyST, which Colab and a plain
+JupyterLab show as raw text. Learners open ``notebooks/NN_slug.ipynb`` instead: the same chapter in plain
+Markdown (tools/launch_notebooks.py), at the release tag. This extension rewrites the theme's Binder and
+Colab buttons on every chapter page, after the theme made them, with the addresses of
+``launch_links`` in tools/notebooks.py, the function the README's chapter table is written from, so the
+buttons, the README and the ``{launch-links}`` table below can never disagree.
+
+``{launch-links}`` (a directive with no argument) writes a table with a row per chapter: the chapter, its
+Binder link and its Colab link. The instructors' page uses it.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+from docutils import nodes
+from docutils.statemachine import StringList
+from sphinx.util import logging
+from sphinx.util.docutils import SphinxDirective
+
+ROOT = Path(__file__).resolve().parents[2]
+logger = logging.getLogger(__name__)
+
+
+def _tool():
+    """tools/notebooks.py, loaded from its file (the book's build has book/_ext on its path, not tools/)."""
+    spec = importlib.util.spec_from_file_location("course_notebooks_tool", ROOT / "tools" / "notebooks.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def chapters() -> list[Path]:
+    return sorted((ROOT / "lessons").glob("[0-9][0-9]_*.ipynb"))
+
+
+def point_launch_buttons(app, pagename, templatename, context, doctree):
+    """``html-page-context`` handler, after the theme's (priority 501): Binder and Colab open notebooks/."""
+    source = ROOT / f"{pagename}.ipynb"
+    if not pagename.startswith("lessons/") or not source.is_file():
+        return
+    links = _tool().launch_links(source)
+    groups = [b for b in context.get("header_buttons", []) if b.get("label") == "launch-buttons"]
+    found = set()
+    for group in groups:
+        for button in group.get("buttons", []):
+            kind = button.get("text", "").lower()
+            if kind in ("binder", "colab"):
+                button["url"] = links[kind]
+                found.add(kind)
+    missing = {"binder", "colab"} - found
+    if missing:
+        logger.warning(f"{pagename}: the theme made no {' or '.join(sorted(missing))} launch button to point at "
+                       f"notebooks/{source.name}; check `launch_buttons` in _config.yml", location=pagename)
+
+
+class LaunchLinks(SphinxDirective):
+    """``{launch-links}``: a table of every chapter with its Binder and Colab links."""
+
+    has_content = False
+
+    def run(self):
+        tool = _tool()
+        rows = ["| chapter | Binder (JupyterLab) | Colab |", "|---|---|---|"]
+        for path in chapters():
+            links = tool.launch_links(path)
+            rows.append(f"| {{doc}}`/lessons/{path.stem}` | [open in Binder]({links['binder']}) "
+                        f"| [open in Colab]({links['colab']}) |")
+        node = nodes.container(classes=["launch-links"])
+        self.state.nested_parse(StringList(rows, source=self.get_source_info()[0]), self.content_offset, node)
+        return [node]
+
+
+def setup(app):
+    app.connect("html-page-context", point_launch_buttons, priority=502)
+    app.add_directive("launch-links", LaunchLinks)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

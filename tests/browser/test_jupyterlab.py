@@ -1,0 +1,278 @@
+"""A launch notebook in a real JupyterLab 4, as a Binder or local learner meets it.
+
+Starts `jupyter lab` from this environment on a free port (no token, `--expose-app-in-browser` so the test
+can drive `window.jupyterapp`), on a copy of notebooks/ in a temporary folder (JupyterLab never writes
+into the repository), with its settings in a temporary folder too: `windowingMode: none`, so the whole
+notebook is rendered and not only the cells on screen; no autosave; no news or update checks. Every request
+that leaves localhost is aborted.
+
+Then, in headless Chromium, it opens a chapter, runs all cells, and checks what a reader sees: no raw MyST
+in the rendered text, exercise headings "Exercise N.k", every solution folded (code cells collapsed to their
+`#@title Solution to Exercise N.k` line, yet run; text answers in closed `<details>`), in-notebook links
+that land on their anchor, no error output, and an explorer whose picture changes when its slider is moved
+with the keyboard. Screenshots go to _build/screenshots/jupyterlab-*.png.
+
+Skips when JupyterLab or Chromium is missing, except in CI (CI=true), where that fails.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+import nbformat
+import pytest
+from conftest import CHROMIUM, ROOT, SCREENSHOTS, _missing
+
+# two chapters by default (CI time: chapter 1, and chapter 4 with a solution in text, code and text again);
+# JUPYTERLAB_CHAPTERS=all runs every chapter, or name stems, comma-separated
+_ALL = sorted(p.stem for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+_CHOICE = os.environ.get("JUPYTERLAB_CHAPTERS", "01_plain_causal_average,04_masking_the_future")
+CHAPTERS = _ALL if _CHOICE == "all" else [s for s in _CHOICE.split(",") if s]
+
+SETTINGS = {
+    "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
+    "@jupyterlab/docmanager-extension/plugin.jupyterlab-settings": {"autosave": False},
+    "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {"fetchNews": "false",
+                                                                        "checkForUpdates": False},
+}
+
+# raw MyST as it shows in rendered text: a role's name before its argument, a directive's fence and name,
+# a label line, an option line
+RENDERED_RAW = {
+    "role": re.compile(r"\{[A-Za-z][\w:+.-]*\}"),
+    "directive": re.compile(r"(?:`{3,}|:{3,})\s*\{"),
+    "label": re.compile(r"^\s*\([\w.:-]+\)=", re.M),
+    "option": re.compile(r"^\s*:[A-Za-z][\w-]*:\s", re.M),
+}
+
+PANEL = "window.jupyterapp.shell.currentWidget"
+READY = (f"window.jupyterapp && {PANEL} && {PANEL}.context && {PANEL}.context.isReady && "
+         f"{PANEL}.sessionContext.session && {PANEL}.sessionContext.session.kernel && "
+         f"{PANEL}.sessionContext.session.kernel.status === 'idle'")
+ALL_RUN = f"""(() => {{ const p = {PANEL}; const k = p.sessionContext.session.kernel;
+  return k.status === 'idle' && p.content.widgets.filter(c => c.model.type === 'code')
+    .every(c => c.model.executionCount !== null); }})()"""
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def jupyterlab(tmp_path_factory):
+    """A JupyterLab 4 server on a copy of notebooks/; yields its base URL."""
+    try:
+        import jupyterlab  # noqa: F401
+    except ImportError:
+        _missing("JupyterLab is not installed: pip install -r requirements.txt")
+    if not CHROMIUM.exists():
+        _missing(f"{CHROMIUM} not found: install Debian's chromium (apt-get install -y chromium)")
+    if not _ALL:
+        _missing("notebooks/ holds no launch notebooks: run `make launch`")
+    home = tmp_path_factory.mktemp("jupyterlab")
+    shutil.copytree(ROOT / "notebooks", home / "root" / "notebooks")
+    for name, value in SETTINGS.items():
+        path = home / "settings" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(value))
+    env = dict(os.environ, JUPYTERLAB_SETTINGS_DIR=str(home / "settings"),
+               JUPYTERLAB_WORKSPACES_DIR=str(home / "workspaces"), JUPYTER_RUNTIME_DIR=str(home / "runtime"),
+               JUPYTER_CONFIG_DIR=str(home / "config"), JUPYTER_DATA_DIR=str(home / "data"))
+    port = _free_port()
+    log = (home / "server.log").open("w")
+    server = subprocess.Popen(
+        [sys.executable, "-m", "jupyterlab", "--no-browser", "--ServerApp.token=", "--ServerApp.password=",
+         "--expose-app-in-browser", "--allow-root", f"--port={port}", "--ServerApp.ip=127.0.0.1",
+         f"--ServerApp.root_dir={home / 'root'}", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"],
+        stdout=log, stderr=subprocess.STDOUT, env=env, cwd=home)
+    url = f"http://127.0.0.1:{port}/"
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            if server.poll() is not None:
+                pytest.fail(f"jupyter lab exited with {server.returncode}:\n{(home / 'server.log').read_text()[-3000:]}")
+            try:
+                with urllib.request.urlopen(url + "api/status", timeout=2) as response:
+                    if response.status == 200:
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail(f"jupyter lab did not answer in 90 s:\n{(home / 'server.log').read_text()[-3000:]}")
+            time.sleep(0.5)
+        yield url
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+        log.close()
+
+
+def _rendered_blocks(page) -> list[str]:
+    """The text of every block of rendered markdown (hidden ones too), typeset math left out."""
+    return page.evaluate("""() => Array.from(document.querySelectorAll('.jp-MarkdownCell .jp-RenderedMarkdown'))
+      .flatMap(md => { const copy = md.cloneNode(true);
+        copy.querySelectorAll('mjx-container, script, .MathJax, mjx-assistive-mml').forEach(e => e.remove());
+        const blocks = copy.querySelectorAll('p, li, h1, h2, h3, h4, h5, h6, summary, pre, td, th');
+        return blocks.length ? Array.from(blocks).map(b => b.textContent) : [copy.textContent]; })""")
+
+
+@pytest.mark.parametrize("stem", CHAPTERS)
+def test_a_chapter_in_jupyterlab_reads_like_the_book(jupyterlab, browser, stem):
+    path = ROOT / "notebooks" / f"{stem}.ipynb"
+    if not path.is_file():
+        _missing(f"{path} does not exist: run `make launch`")
+    nb = nbformat.read(path, as_version=4)
+    markdown = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    exercises = re.findall(r"^### (?:<a id=\"[^\"]+\"></a>)?(Exercise [\d.]+)", markdown, re.M)
+    code_solutions = [c.source.splitlines()[0] for c in nb.cells
+                      if c.cell_type == "code" and c.source.startswith("#@title Solution to Exercise")]
+    text_solutions = markdown.count("<details>")
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    off_site, console_errors = [], []
+
+    def route(route, request):
+        if request.url.startswith(("http://127.0.0.1", "data:", "blob:")):
+            route.continue_()
+        else:
+            off_site.append(request.url)
+            route.abort()
+
+    page.route("**/*", route)
+    page.on("console", lambda m: console_errors.append(m.text) if m.type == "error" else None)
+    try:
+        started = time.monotonic()
+        # ?reset: a fresh workspace, not the previous test's open notebooks
+        page.goto(f"{jupyterlab}lab/tree/notebooks/{stem}.ipynb?reset")
+        page.wait_for_function(READY, timeout=90_000)
+        assert page.evaluate(f"{PANEL}.context.path") == f"notebooks/{stem}.ipynb"
+        assert page.evaluate(f"{PANEL}.content.notebookConfig.windowingMode") == "none"
+        page.wait_for_timeout(500)
+        page.screenshot(path=str(SCREENSHOTS / f"jupyterlab-{stem}-top.png"))
+
+        # nothing run yet: already no raw MyST, and the solutions are folded
+        blocks = _rendered_blocks(page)
+        assert blocks, "no rendered markdown"
+        raw = [(kind, m.group(0), text[:80]) for text in blocks for kind, p in RENDERED_RAW.items()
+               for m in p.finditer(text)]
+        assert raw == [], f"raw MyST in the rendered notebook: {raw[:10]}"
+
+        # not awaited: the command's promise settles only when every cell has run
+        page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+        page.wait_for_timeout(1000)
+        page.wait_for_function(ALL_RUN, timeout=300_000)
+        ran = time.monotonic() - started
+        errors = page.evaluate(f"""{PANEL}.content.widgets.filter(c => c.model.type === 'code')
+            .flatMap(c => c.model.outputs.toJSON()).filter(o => o.output_type === 'error')
+            .map(o => o.ename + ': ' + o.evalue)""")
+        assert errors == [], f"{stem} raised in JupyterLab: {errors}"
+
+        # exercise headings, as the book numbers them
+        headings = page.evaluate("""() => Array.from(document.querySelectorAll('.jp-RenderedMarkdown h3'))
+            .map(h => h.textContent.replace('¶', '').trim()).filter(t => t.startsWith('Exercise'))""")
+        assert headings == exercises and headings, f"exercise headings {headings}, expected {exercises}"
+
+        # code solutions: collapsed to their title line, run all the same
+        folded = page.evaluate(f"""{PANEL}.content.widgets
+            .filter(c => c.model.type === 'code' && c.model.sharedModel.getSource().startsWith('#@title Solution'))
+            .map(c => ({{title: c.model.sharedModel.getSource().split('\\n')[0], hidden: c.inputHidden,
+                        ran: c.model.executionCount !== null, outputs: c.model.outputs.length,
+                        editorShown: !!(c.editorWidget && c.editorWidget.node.offsetParent),
+                        placeholder: (c.node.querySelector('.jp-InputPlaceholder') || {{}}).textContent || ''}}))""")
+        assert [f["title"] for f in folded] == code_solutions
+        for f in folded:
+            assert f["hidden"] and not f["editorShown"], f"{f['title']}: the code shows"
+            assert f["ran"], f"{f['title']}: a folded solution must still run, so later cells work"
+            assert f["outputs"] == 0, f"{f['title']}: its output shows the answer under the folded code"
+            assert f["placeholder"].strip().startswith(f["title"]), f"the folded cell shows {f['placeholder']!r}"
+
+        # text answers: closed <details>, their words not on screen
+        details = page.evaluate("""() => Array.from(document.querySelectorAll('.jp-RenderedMarkdown details'))
+            .map(d => ({open: d.open, summary: d.querySelector('summary').textContent,
+                        shown: Array.from(d.children).filter(e => e.tagName !== 'SUMMARY')
+                          .some(e => e.checkVisibility ? e.checkVisibility() : e.getClientRects().length > 0)}))""")
+        assert len(details) == text_solutions
+        for d in details:
+            assert not d["open"] and not d["shown"], f"{d['summary']}: the answer shows"
+            assert d["summary"].startswith("Solution to Exercise")
+
+        # asked for, they open: a click on a summary, a click on a folded cell's title line
+        if details:
+            summary = page.locator(".jp-RenderedMarkdown details > summary").first
+            summary.scroll_into_view_if_needed()
+            summary.click()
+            assert page.evaluate("""() => { const d = document.querySelector('.jp-RenderedMarkdown details');
+                return d.open && Array.from(d.children).some(e => e.tagName !== 'SUMMARY' && e.checkVisibility()); }""")
+            page.wait_for_timeout(300)
+            page.screenshot(path=str(SCREENSHOTS / f"jupyterlab-{stem}-solution-opened.png"))
+        if folded:
+            placeholder = page.locator(".jp-CodeCell .jp-InputPlaceholder").filter(has_text="#@title Solution").first
+            placeholder.scroll_into_view_if_needed()
+            placeholder.click()
+            page.wait_for_timeout(300)
+            opened = page.evaluate(f"""{PANEL}.content.widgets.filter(c => c.model.type === 'code'
+                && c.model.sharedModel.getSource().startsWith('#@title Solution') && !c.inputHidden).length""")
+            assert opened == 1, "a click on the folded solution's title line should unfold its code"
+
+        # an in-notebook cross-reference lands on its anchor
+        target = page.evaluate("""() => { const a = Array.from(document.querySelectorAll('.jp-RenderedMarkdown a[href^="#"]'))
+            .find(a => !a.classList.contains('jp-InternalAnchorLink')); return a ? a.getAttribute('href') : null; }""")
+        if target:
+            page.locator(f'.jp-RenderedMarkdown a[href="{target}"]').first.click()
+            page.wait_for_timeout(800)
+            box = page.evaluate(f"""() => {{ const e = document.querySelector('[data-jupyter-id="{target[1:]}"]');
+                if (!e) return null; const r = e.getBoundingClientRect(); return [r.top, r.bottom]; }}""")
+            assert box is not None, f"the anchor {target} is not in the rendered notebook"
+            assert 0 <= box[0] < 900, f"clicking {target} left its anchor off screen (top {box[0]})"
+
+        # the first exercise, as a reader sees it
+        page.evaluate("""() => { const h = Array.from(document.querySelectorAll('.jp-RenderedMarkdown h3'))
+            .find(h => h.textContent.startsWith('Exercise')); h.scrollIntoView({block: 'start'}); }""")
+        page.wait_for_timeout(300)
+        page.screenshot(path=str(SCREENSHOTS / f"jupyterlab-{stem}-exercise.png"))
+
+        # an explorer: move its slider with the keyboard, see the live picture change
+        explorer = page.locator(".jp-OutputArea-output:has(.widget-slider)").first
+        assert explorer.count() == 1, f"{stem}: no explorer with a slider rendered"
+        explorer.scroll_into_view_if_needed()
+        picture = explorer.locator("img").first
+        before = (picture.get_attribute("src"), picture.get_attribute("alt"))
+        readout = explorer.locator(".widget-slider .widget-readout").first.inner_text()
+        explorer.screenshot(path=str(SCREENSHOTS / f"jupyterlab-{stem}-explorer-before.png"))
+        handle = explorer.locator(".widget-slider .noUi-handle").first
+        at_end = float(handle.get_attribute("aria-valuenow")) >= float(handle.get_attribute("aria-valuemax"))
+        handle.focus()
+        page.keyboard.press("ArrowLeft" if at_end else "ArrowRight")
+        page.wait_for_function("""([el, src]) => { const img = el.querySelector('img'); return img && img.src !== src; }""",
+                               arg=[explorer.element_handle(), before[0]], timeout=30_000)
+        after = (picture.get_attribute("src"), picture.get_attribute("alt"))
+        assert explorer.locator(".widget-slider .widget-readout").first.inner_text() != readout
+        assert after[0] != before[0], "the picture did not change"
+        page.wait_for_timeout(300)
+        explorer.screenshot(path=str(SCREENSHOTS / f"jupyterlab-{stem}-explorer-after.png"))
+        print(f"\n{stem}: opened and ran in {ran:.1f} s; {len(exercises)} exercises, {len(folded)} folded code "
+              f"solutions, {len(details)} folded answers; explorer {readout} -> "
+              f"{explorer.locator('.widget-slider .widget-readout').first.inner_text()}: {before[1]!r} -> {after[1]!r}")
+        assert off_site == [], f"JupyterLab asked other hosts for {off_site[:5]}"
+        assert console_errors == [], f"console errors: {console_errors[:5]}"
+    except Exception:
+        page.screenshot(path=str(SCREENSHOTS / f"jupyterlab-{stem}-failure.png"))
+        raise
+    finally:
+        context.close()

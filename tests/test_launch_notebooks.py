@@ -1,0 +1,323 @@
+"""The notebooks learners open read as plain Markdown, with every solution folded until asked for.
+
+tools/launch_notebooks.py turns each chapter (MyST, for the book) into notebooks/NN_slug.ipynb, which Colab,
+Binder and `jupyter lab notebooks/` open, and the student editions go through the same conversion. These
+tests count raw MyST and open solutions in every notebook a launch link opens and in every student edition,
+and expect zero of each. The two counters are proven first on tests/fixtures/99_every_myst_construct.ipynb,
+which holds every MyST construct the chapters use; a test fails as soon as a chapter uses one it lacks.
+"""
+
+from __future__ import annotations
+
+import collections
+import copy
+import re
+from pathlib import Path
+
+import exercise_numbers
+import launch_notebooks as ln
+import nbformat
+import pytest
+import student_edition
+from nbformat.v4 import new_markdown_cell
+
+import notebooks as nbtool
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURE = ROOT / "tests" / "fixtures" / "99_every_myst_construct.ipynb"
+CHAPTERS = sorted(p.stem for p in (ROOT / "lessons").glob("[0-9][0-9]_*.ipynb"))
+
+
+def lesson(stem):
+    return nbformat.read(ROOT / "lessons" / f"{stem}.ipynb", as_version=4)
+
+
+def fixture():
+    return nbformat.read(FIXTURE, as_version=4)
+
+
+@pytest.fixture(scope="module")
+def book():
+    return ln.load_book(extra=[FIXTURE])
+
+
+@pytest.fixture(scope="module")
+def converted(book):
+    return ln.plain_notebook(fixture(), FIXTURE.stem, book, name="fixture")
+
+
+def raw_count(nb) -> collections.Counter:
+    return collections.Counter(kind for c in nb.cells if c.cell_type == "markdown" for kind, _ in ln.raw_myst(c.source))
+
+
+# --- the counters, proven on the fixture -------------------------------------------------------------
+
+def test_the_raw_myst_counter_finds_every_construct_in_the_fixture():
+    found = [item for c in fixture().cells if c.cell_type == "markdown" for item in ln.raw_myst(c.source)]
+    counts = collections.Counter(kind for kind, _ in found)
+    # 24 roles (one wrapped over two lines), 16 directive fences of backticks (3 and 4) and colons,
+    # 10 option lines, 3 label lines, 1 labelled display equation, 1 definition-list line
+    assert counts == {"role": 24, "directive": 16, "option": 10, "label": 3, "math label": 1, "definition": 1}
+    texts = [text for _, text in found]
+    assert texts.count("{ref}`Fig. 2 <fig-matmul-average>`") == 2, "the role wrapped over two lines"
+    assert ":::{note}" in texts and "```{warning}" in texts and "````{figure} images/fixture.png" in texts
+    assert "{ref}`label`" not in texts, "a role shown inside a code span is code, not markup"
+    assert "{ref}`not-a-role`" not in texts, "a role inside a code block is code, not markup"
+    assert "```{exercise-end}" in texts, "a directive's closing fence must not open a code block"
+
+
+def test_the_open_solution_counter_sees_each_way_a_solution_can_show(converted):
+    lesson_nb = fixture()
+    # the chapter itself shows all five: two code cells, three text answers
+    assert len(ln.open_solutions(lesson_nb, lesson_nb)) == 5
+    assert ln.open_solutions(converted, lesson_nb) == []
+    unfolded = copy.deepcopy(converted)
+    form = next(c for c in unfolded.cells if c.source.startswith("#@title Solution to Exercise 99.1"))
+    form.metadata["jupyter"]["source_hidden"] = False
+    assert ln.open_solutions(unfolded, lesson_nb) == ["code solution shown: 'def f(x):'"]
+    opened = copy.deepcopy(converted)
+    answer = next(c for c in opened.cells if "Solution to Exercise 99.2" in c.source)
+    answer.source = answer.source.replace("<details>", "<details open>")
+    assert "a <details> block is open" in ln.open_solutions(opened, lesson_nb)
+    unwrapped = copy.deepcopy(converted)
+    answer = next(c for c in unwrapped.cells if "Solution to Exercise 99.2" in c.source)
+    answer.source = re.sub(r"</?details>|<summary>.*?</summary>", "", answer.source)
+    assert len(ln.open_solutions(unwrapped, lesson_nb)) == 1
+    dropped = copy.deepcopy(converted)
+    dropped.cells = [c for c in dropped.cells if not c.source.startswith("#@title Solution to Exercise 99.1")]
+    assert ln.open_solutions(dropped, lesson_nb) == ["code solution missing: 'def f(x):'"]
+    # in a student edition even a folded solution is one too many
+    assert len(ln.open_solutions(converted, lesson_nb, student=True)) == 5
+
+
+def inventory(nb) -> dict[str, set]:
+    """The MyST constructs and cell metadata a notebook uses, by category."""
+    found = collections.defaultdict(set)
+    for cell in nb.cells:
+        tags = cell.metadata.get("tags", [])
+        found[f"{cell.cell_type} tags"].update(tags)
+        found[f"{cell.cell_type} metadata"].update(k for k in cell.metadata if k != "tags")
+        if cell.cell_type != "markdown":
+            continue
+        for kind, text in ln.raw_myst(cell.source):
+            if kind == "role":
+                found["roles"].add(re.match(r"\{([^}]+)\}", text).group(1))
+            elif kind == "directive":
+                m = re.match(r"(`{3,}|~{3,}|:{3,})\{([^}]+)\}", text)
+                found["directives"].add((m.group(1)[0], m.group(2)))
+            elif kind == "option":
+                found["options"].add(text.split(":")[1])
+            else:
+                found["other"].add(kind)
+        for form, pattern in (("$$ display math", r"^\s*\$\$"), ("$ inline math", r"(?<!\$)\$[^$\s][^$]*\$"),
+                              ("role with title", r"\}`[^`]*<[^`>]+>`"), ("role over two lines", r"\}`[^`]*\n[^`]*`"),
+                              ("two citations in one", r"\{cite[^}]*\}`[^`]*,[^`]*`")):
+            if re.search(pattern, cell.source, re.M):
+                found["forms"].add(form)
+    return found
+
+
+def test_the_fixture_holds_every_construct_the_chapters_use():
+    wanted = collections.defaultdict(set)
+    for stem in CHAPTERS:
+        for key, values in inventory(lesson(stem)).items():
+            wanted[key] |= values
+    held = inventory(fixture())
+    missing = {key: sorted(map(str, values - held[key])) for key, values in wanted.items() if values - held[key]}
+    assert not missing, (f"the chapters use constructs {FIXTURE.name} lacks: {missing}; add each to the fixture, "
+                         "with its conversion in tools/launch_notebooks.py")
+
+
+# --- the conversion, on the fixture ------------------------------------------------------------------
+
+def test_the_fixture_converts_to_plain_markdown_with_solutions_folded(converted):
+    assert raw_count(converted) == {}
+    text = "\n\n".join(c.source for c in converted.cells if c.cell_type == "markdown")
+    base = nbtool.pages_url(nbtool.repository()[0])
+    # labels become invisible anchors in the heading or paragraph they name
+    assert '# <a id="ch-fixture"></a>99. Every MyST construct' in text
+    assert '<a id="fig-fixture"></a>**Fig. 99.**' in text
+    # references: in this notebook an anchor, elsewhere the hosted page
+    assert "[Fig. 99](#fig-fixture)" in text and "[99.1 A section with mathematics](#sec-fixture)" in text
+    assert "[Exercise 99.1](#ex-fixture-code)" in text
+    assert f"[2. Queries, keys and values]({base}/lessons/02_queries_keys_values.html)" in text
+    assert f"[Fig. 2]({base}/lessons/01_plain_causal_average.html#fig-matmul-average)" in text
+    assert f"[bibliography]({base}/book/bibliography.html)" in text and f"[Glossary]({base}/book/glossary.html)" in text
+    # terms read as the word, linked to the glossary; citations as numbered links to the bibliography
+    assert f"[logits]({base}/book/glossary.html#term-logit)" in text
+    assert (rf"\[[6]({base}/book/bibliography.html#cite-pytorch-tril), "
+            rf"[8]({base}/book/bibliography.html#cite-pytorch-sdpa)\]") in text
+    assert rf"Bahdanau et al. \[[9]({base}/book/bibliography.html#cite-bahdanau2014neural)\]" in text
+    # exercises headed and numbered by chapter
+    assert re.findall(r"^### <a id=\"([\w-]+)\"></a>(Exercise [\d.]+)$", text, re.M) == [
+        ("ex-fixture-code", "Exercise 99.1"), ("ex-fixture-text", "Exercise 99.2"), ("ex-fixture-gated", "Exercise 99.3")]
+    # admonitions as quotes or folded, figures as images
+    assert "> **Note**" in text and "<summary>A titled aside</summary>" in text
+    assert '<a id="fig-fixture-image"></a>![a small picture](https://raw.githubusercontent.com/' in text
+
+
+def test_a_demonstration_folds_with_its_text_and_the_output_the_book_shows(converted, book):
+    """A solution cell that only prints would print its answer when "Run all" runs it: it goes in <details>."""
+    assert not any(c.source.startswith("#@title Solution to Exercise 99.3") for c in converted.cells)
+    (answer,) = [c for c in converted.cells if "<summary>Solution to Exercise 99.3</summary>" in c.source]
+    assert answer.source.index("explains itself") < answer.source.index('```python\nprint("demonstration")\n```') \
+        < answer.source.index("continues with a remark")
+    nb = fixture()
+    demo = next(c for c in nb.cells if c.source == 'print("demonstration")')
+    demo.outputs = [nbformat.v4.new_output("stream", name="stdout", text="demonstration\n")]
+    answer = next(c for c in ln.plain_notebook(nb, FIXTURE.stem, book).cells if "Exercise 99.3</summary>" in c.source)
+    assert "It prints:\n\n```\ndemonstration\n```" in answer.source
+    # a cell that changes what a later cell reads, or draws a picture, must still run: a folded form cell
+    nb.cells.append(nbformat.v4.new_code_cell("print(demonstration_total)"))
+    demo.source = "demonstration_total = 1"
+    cells = ln.plain_notebook(nb, FIXTURE.stem, book).cells
+    assert any(c.source == "#@title Solution to Exercise 99.3 (continued)\ndemonstration_total = 1" for c in cells)
+
+
+def test_stub_shows_then_the_check_then_the_folded_solution(converted):
+    ids = [c.get("id") for c in converted.cells]
+    stub, check, solution = ids.index("99-008"), ids.index("99-012"), ids.index("99-010")
+    assert stub < check < solution, "the check must grade the learner's answer, not the solution"
+    cells = converted.cells
+    assert cells[stub].source.startswith("# Exercise 99.1: write your answer here")
+    assert "remove-cell" not in cells[stub].metadata.get("tags", [])
+    form = cells[solution]
+    assert form.source.splitlines()[0] == "#@title Solution to Exercise 99.1"
+    assert form.metadata["cellView"] == "form" and form.metadata["jupyter"]["source_hidden"] is True
+    boot = cells[0]
+    assert boot.source.startswith("#@title Set-up: install the helper package") and boot.metadata["cellView"] == "form"
+    assert all(c.outputs == [] and c.execution_count is None for c in cells if c.cell_type == "code")
+    assert "widgets" not in converted.metadata
+    assert not any("Only the book shows this cell" in c.source for c in cells), "a removed markdown cell stays out"
+
+
+@pytest.mark.parametrize("source, words", [
+    ("A {foo}`bar` role.", "the MyST role {foo} has no plain-Markdown form"),
+    ("```{tab-set}\nx\n```", "the MyST directive {tab-set} has no plain-Markdown form"),
+    ("See {ref}`nowhere`.", "no label `nowhere`"),
+    ("A {term}`gizmo`.", "`gizmo` is not defined in book/glossary.md"),
+    ("As shown {cite}`nobody2099`.", "`nobody2099` is not in book/references.bib"),
+    ("A note.[^1]\n\n[^1]: the note", "footnote [^1]"),
+    ("See {doc}`../book/nowhere`.", "no page `book/nowhere`"),
+])
+def test_a_construct_without_a_plain_form_stops_the_conversion_naming_the_cell(book, source, words):
+    nb = fixture()
+    nb.cells.insert(3, new_markdown_cell(source, id="99-bad"))
+    with pytest.raises(ln.LaunchError) as info:
+        ln.plain_notebook(nb, FIXTURE.stem, book, name="lessons/99_every_myst_construct.ipynb")
+    assert "lessons/99_every_myst_construct.ipynb: cell 3 (id 99-bad)" in str(info.value)
+    assert words in str(info.value)
+
+
+def test_an_answer_tagged_solution_outside_a_solution_stops_the_conversion(book):
+    nb = fixture()
+    nb.cells.insert(3, new_markdown_cell("The answer is 42.", id="99-loose", metadata={"tags": ["solution"]}))
+    with pytest.raises(ln.LaunchError, match=r"cell 3 \(id 99-loose\): a markdown cell tagged `solution` outside"):
+        ln.plain_notebook(nb, FIXTURE.stem, book)
+
+
+# --- every notebook a launch link opens, every student edition ----------------------------------------
+
+@pytest.mark.parametrize("stem", CHAPTERS)
+def test_the_launch_notebook_holds_no_raw_myst_and_no_open_solution(stem):
+    links = nbtool.launch_links(ROOT / "lessons" / f"{stem}.ipynb")
+    for kind in ("binder", "colab"):
+        opened = re.search(r"(notebooks/[^/?]+\.ipynb)$", links[kind]).group(1)
+        assert opened == f"notebooks/{stem}.ipynb" and f"/{nbtool.release_ref()}" in links[kind]
+        assert (ROOT / opened).is_file(), f"{kind} opens {opened}, which is not committed: run `make launch`"
+    nb = nbformat.read(ROOT / "notebooks" / f"{stem}.ipynb", as_version=4)
+    raw = ln.raw_myst_in_notebook(nb)
+    assert raw == [], f"raw MyST in notebooks/{stem}.ipynb: {raw}"
+    source = lesson(stem)
+    # nothing shown, and every code solution still there, folded (open_solutions reports a missing one)
+    assert ln.open_solutions(nb, source) == []
+    solved = {m for c in source.cells if c.cell_type == "markdown"
+              for m in re.findall(r"\{solution(?:-start)?\}\s*(\S+)", c.source)}
+    titles = set(re.findall(r"(?:#@title |<summary>)Solution to Exercise ([\d.]+)",
+                            "\n".join(c.source for c in nb.cells)))
+    numbers = {ln.load_book().labels[label].number for label in solved}
+    assert titles == numbers, f"folded solutions for exercises {sorted(titles)}, expected {sorted(numbers)}"
+    assert all(c.outputs == [] for c in nb.cells if c.cell_type == "code") and "widgets" not in nb.metadata
+
+
+@pytest.mark.parametrize("stem", CHAPTERS)
+def test_the_student_edition_holds_no_raw_myst_and_no_solution(stem, book):
+    source = lesson(stem)
+    nb = student_edition.student_notebook(source, stem, f"lessons/{stem}.ipynb", book)
+    assert ln.raw_myst_in_notebook(nb) == []
+    assert ln.open_solutions(nb, source, student=True) == []
+    stubs = [c for c in nb.cells if "exercise-stub" in c.metadata.get("tags", [])]
+    assert stubs and all(c.source.startswith("# Exercise ") for c in stubs)
+
+
+@pytest.mark.parametrize("stem", CHAPTERS)
+def test_exercise_headings_follow_the_books_numbering(stem):
+    nb = nbformat.read(ROOT / "notebooks" / f"{stem}.ipynb", as_version=4)
+    headings = re.findall(r"^### (?:<a id=\"[^\"]+\"></a>)?Exercise ([\d.]+)", "\n".join(
+        c.source for c in nb.cells if c.cell_type == "markdown"), re.M)
+    assert headings == [exercise_numbers.exercise_number(f"lessons/{stem}", k) for k in range(1, len(headings) + 1)]
+    labels = re.findall(r"^:label: (ex-\S+)", "\n".join(c.source for c in lesson(stem).cells), re.M)
+    assert len(headings) == len(labels)
+
+
+def test_notebooks_follow_lessons(tmp_path, monkeypatch):
+    """`make book` runs `tools/notebooks.py check`, which fails while notebooks/ is stale."""
+    stale = ln.stale()
+    assert stale == [], f"notebooks/ is out of date with lessons/: {stale}; run `make launch` and commit"
+    # the check fails on a hand edit, a missing notebook and a notebook without a chapter
+    monkeypatch.setattr(ln, "target_dir", lambda: tmp_path)
+    ln.write()
+    first = min(tmp_path.glob("*.ipynb"))
+    first.write_text(first.read_text().replace("Exercise", "Exercize"))
+    (tmp_path / "07_gone.ipynb").write_text("{}")
+    sorted(tmp_path.glob("*.ipynb"))[1].unlink()
+    found = ln.stale()
+    assert len(found) == 3 and any("07_gone.ipynb (no chapter" in f for f in found)
+    assert nbtool.main(["check"]) == 1
+
+
+# --- the local route and Binder --------------------------------------------------------------------
+
+def pins(path: Path) -> dict[str, str]:
+    found = {}
+    for line in path.read_text().splitlines():
+        m = re.match(r"^([A-Za-z0-9][\w.-]*)==([^\s;]+)", line)
+        if m:
+            found[re.sub(r"[-_.]+", "-", m.group(1)).lower()] = m.group(2)
+    return found
+
+
+def test_learner_requirements_pin_what_the_book_is_tested_with_and_no_toolchain():
+    learner, maintainer = pins(ROOT / "requirements-learner.txt"), pins(ROOT / "requirements.txt")
+    for name in ("torch", "matplotlib", "numpy", "pillow", "ipywidgets", "ipykernel", "jupyterlab"):
+        assert name in learner, f"requirements-learner.txt does not pin {name}"
+    differ = {n: (v, maintainer.get(n)) for n, v in learner.items() if maintainer.get(n) != v}
+    assert not differ, f"learner pins that differ from requirements.txt (learner, maintainer): {differ}"
+    toolchain = {"sphinx", "jupyter-book", "myst-nb", "pytest", "nbval", "playwright", "sphinx-exercise"}
+    assert not toolchain & set(learner), f"the maintainers' toolchain in the learner's install: {toolchain & set(learner)}"
+    text = (ROOT / "requirements-learner.txt").read_text()
+    assert re.search(r"^-e \.$", text, re.M), "the helper package from the clone"
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    deps = re.search(r"^dependencies = \[(.*?)\]", pyproject, re.M | re.S).group(1)
+    for dep in re.findall(r'"([A-Za-z0-9_.-]+)', deps):
+        assert re.sub(r"[-_.]+", "-", dep).lower() in learner, f"the helper package needs {dep}: pin it"
+
+
+def test_binder_installs_the_learners_set_with_the_cpu_index():
+    lines = [line for line in (ROOT / ".binder" / "requirements.txt").read_text().splitlines()
+             if line.strip() and not line.startswith("#")]
+    assert lines == ["--extra-index-url https://download.pytorch.org/whl/cpu", "-r ../requirements-learner.txt"]
+    assert (ROOT / ".binder" / "runtime.txt").read_text().strip() == "python-3.11"
+
+
+def test_how_to_run_gives_the_real_clone_command_and_every_platform():
+    page = (ROOT / "book" / "how_to_run.md").read_text()
+    url, _ = nbtool.repository()
+    assert nbtool.clone_block() in page, "the clone command is stale: run `make sync`"
+    assert f"git clone {url}\n" in page
+    assert "REPOSITORY_URL" not in page
+    for command in ("python3.11 -m venv .venv", "source .venv/bin/activate", "py -3.11 -m venv .venv",
+                    r".venv\Scripts\Activate.ps1", "jupyter lab notebooks/",
+                    "python -m pip install -r requirements-learner.txt \\\n    --extra-index-url https://download.pytorch.org/whl/cpu",
+                    "python -m pip install -r requirements-learner.txt `\n    --extra-index-url https://download.pytorch.org/whl/cpu"):
+        assert command in page, f"book/how_to_run.md lacks `{command}`"
