@@ -1,0 +1,439 @@
+"""Write the graded editions: every chapter as an otter-grader assignment, autograder included.
+
+    python tools/graded_edition.py                       # every lessons/NN_slug.ipynb into graded/
+    python tools/graded_edition.py --out DIR [--no-run-tests] [lessons/NN_slug.ipynb ...]
+
+For each chapter it writes, under ``graded/NN_slug/``:
+
+- ``student/NN_slug.ipynb``: the notebook to hand out. It is the student edition (tools/student_edition.py,
+  through the launch notebooks' plain-Markdown conversion, tools/launch_notebooks.py), so it reads
+  exactly like it, plus a short note saying which exercises are graded and what to submit. It needs no
+  grading tool to run: learners work in it as in any student edition, on Colab, Binder or their own
+  machine, and each exercise's check cell answers them as it always does.
+- ``autograder/NN_slug-autograder.zip``: the autograder, to upload to Gradescope ("Programming
+  Assignment", "Zip file upload") or to grade with locally: ``otter run -a ZIP -o OUT SUBMISSION.ipynb``.
+- ``autograder/NN_slug.ipynb``: the same notebook with the worked solutions in its answer cells (what
+  otter grades to prove the autograder gives full marks), and otter's own files beside it.
+
+Each coding exercise (a stub that raises NotImplementedError, its solution, then a cell calling a check
+from ``attention_lab.checks``) becomes one graded question named "Exercise N.k", worth one point. Its test
+calls the same check, with the same arguments, on ``checks.fresh()`` (a copy of the module read again
+from its file, so a learner's ``checks.check_head = ...`` in the notebook changes nothing) and with
+``strict=True`` (a stub or a wrong answer raises ``CheckFailed``). The grader runs the submission from the
+top in a fresh kernel and each test right after its exercise's check cell; the feedback of a failed test
+is the check's own message, which names the mistake. Discussion exercises (no stub) are not graded: the
+note in the student notebook lists them.
+
+How the chapter becomes an otter "master notebook" (otter's v1 format, raw cells that open and close
+blocks): an ``# ASSIGNMENT CONFIG`` cell first; then, per coding exercise, ``# BEGIN QUESTION`` before the
+stub, the stub cell with the lesson's solution appended between ``# BEGIN SOLUTION NO PROMPT`` and
+``# END SOLUTION`` (otter removes those lines from the student notebook and keeps the stub), the check
+cell, the test in a ``# BEGIN TESTS`` block, and ``# END QUESTION``. Otter adds no cell of its own to the
+student notebook (``init_cell``, ``export_cell`` and every ``check_cell`` are off): the test runs at
+grading time only. A chapter that breaks the exercise pattern, or holds text that otter would read as
+its own markup, stops the command with the chapter and the cell named, and nothing is written for it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import builtins
+import copy
+import re
+import shutil
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+import yaml
+
+import launch_notebooks
+import notebooks as nbtool
+import student_edition
+
+ROOT = nbtool.ROOT
+LESSONS = ROOT / "lessons"
+OUT = ROOT / "graded"
+GENERATOR = "tools/graded_edition.py"
+POINTS = 1
+PYTHON_VERSION = "3.11"  # the Python the course is built and tested with (torch==2.13.0)
+TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+# the packages the chapters import besides the helper package; their pins come from requirements.txt
+CHAPTER_LIBRARIES = ("torch", "matplotlib", "numpy", "pillow", "ipywidgets", "ipykernel")
+
+STUB_NUMBER = re.compile(r"^# Exercise (?P<number>\d+\.\d+):")
+EXERCISE_HEADING = re.compile(r"^#{1,6} (?:<a id=\"[^\"]*\"></a>)*Exercise (?P<number>\d+\.\d+)\b", re.MULTILINE)
+# lines otter would read as its own markup anywhere in a notebook (solutions, ignored lines, seeds,
+# plugins, test configs), and its block cells: a chapter holding one would be changed behind our back
+OTTER_LINE = re.compile(
+    r"#\s*(BEGIN|END)\s+(SOLUTION|PROMPT|IGNORE|PLUGIN|TEST\s+CONFIG|QUESTION|TESTS)\b"
+    r"|#\s*(SOLUTION|IGNORE|SEED)(\s+NO\s+PROMPT)?\s*$|^\s*```otter\s*$", re.IGNORECASE | re.MULTILINE)
+
+
+class GradedEditionError(ValueError):
+    """A chapter cannot become a graded assignment; the message names the chapter and the cell."""
+
+
+@dataclass
+class Check:
+    """One call of a check in an exercise's check cell: ``checks.check_head(MyHead)``."""
+
+    name: str  # "check_head"
+    arguments: str  # "MyHead", as written in the cell
+    names: list[str]  # the notebook's names the arguments read, in order: the test's parameters
+
+
+@dataclass
+class Question:
+    """A coding exercise of a chapter, as a graded question."""
+
+    number: str  # "5.3"
+    stub: int  # index of the stub cell in the student notebook
+    check_cell: int  # index of the cell that calls its check(s)
+    checks: list[Check]
+    solution: str  # the lesson's solution code, what the autograder's own notebook runs
+
+    @property
+    def name(self) -> str:
+        return f"Exercise {self.number}"
+
+
+@dataclass
+class Edition:
+    """What :func:`build` wrote for one chapter."""
+
+    stem: str
+    student: Path
+    autograder_zip: Path
+    solutions: Path
+    questions: list[str] = field(default_factory=list)  # "Exercise 3.1", ...
+    discussions: list[str] = field(default_factory=list)  # exercises with no code to grade
+
+
+# ---------------------------------------------------------------------------------------------------
+# reading a chapter's exercises
+
+def _calls(source: str) -> list[Check]:
+    """Every check called in a code cell: ``checks.check_x(...)`` or ``check_x(...)``, in order."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+        if not name or not name.startswith("check_"):
+            continue
+        parts = [ast.unparse(a) for a in node.args] + [ast.unparse(k) for k in node.keywords]
+        names: list[str] = []
+        for argument in [*node.args, *(k.value for k in node.keywords)]:
+            for sub in ast.walk(argument):
+                if (isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load) and sub.id not in names
+                        and not hasattr(builtins, sub.id) and sub.id != "env"):
+                    names.append(sub.id)
+        found.append(Check(name, ", ".join(parts), names))
+    found.sort(key=lambda c: source.find(c.name))
+    return found
+
+
+def _is_exercise(cell) -> bool:
+    return cell.cell_type == "markdown" and bool(EXERCISE_HEADING.search(cell.source))
+
+
+def _lesson_solutions(lesson, name: str) -> list[str]:
+    """Per stub of the lesson, in order: its solution code (the solution cells that are not demonstrations)."""
+    demos = launch_notebooks.demonstrations(lesson)
+    solutions = []
+    for index, cell in enumerate(lesson.cells):
+        if student_edition.STUB not in cell.metadata.get("tags", []):
+            continue
+        code = []
+        for later in range(index + 1, len(lesson.cells)):
+            other = lesson.cells[later]
+            tags = other.metadata.get("tags", [])
+            if student_edition.STUB in tags:
+                break
+            if other.cell_type == "markdown" and any(
+                    b.kind == "directive" and b.directive.name in ("exercise", "exercise-start")
+                    for b in launch_notebooks.parse_blocks(other.source)):
+                break
+            if other.cell_type == "code" and student_edition.SOLUTION in tags and later not in demos:
+                code.append(other.source.strip("\n"))
+        if not code:
+            raise GradedEditionError(f"{name}: cell {index} (id {cell.get('id')}): the stub has no solution "
+                                     f"code after it in its exercise; the autograder could not prove it "
+                                     f"gives a right answer full marks")
+        solutions.append("\n\n\n".join(code))
+    return solutions
+
+
+def questions(lesson, student, name: str) -> tuple[list[Question], list[str]]:
+    """The coding exercises of a chapter as questions, and the names of its other exercises.
+
+    ``student`` is the chapter's student edition in plain Markdown (stubs shown, solutions gone);
+    ``lesson`` the chapter itself, for the solutions.
+    """
+    solutions = _lesson_solutions(lesson, name)
+    found: list[Question] = []
+    stubs = [i for i, c in enumerate(student.cells) if student_edition.STUB in c.metadata.get("tags", [])]
+    if len(stubs) != len(solutions):
+        raise GradedEditionError(f"{name}: {len(stubs)} stubs in the student edition, {len(solutions)} in "
+                                 f"the chapter")
+    for stub, solution in zip(stubs, solutions):
+        cell = student.cells[stub]
+        where = f"{name}: student edition cell {stub} (id {cell.get('id')})"
+        m = STUB_NUMBER.match(cell.source)
+        if m is None:
+            raise GradedEditionError(f"{where}: a stub without its '# Exercise N.k: ...' line")
+        check_cell, checks = None, []
+        for later in range(stub + 1, len(student.cells)):
+            other = student.cells[later]
+            if _is_exercise(other) or student_edition.STUB in other.metadata.get("tags", []):
+                break
+            if other.cell_type == "code" and _calls(other.source):
+                check_cell, checks = later, _calls(other.source)
+                break
+        if check_cell is None:
+            raise GradedEditionError(f"{where}: Exercise {m.group('number')} has a stub but no cell calling a "
+                                     f"check from attention_lab.checks after it, so nothing could grade it")
+        found.append(Question(m.group("number"), stub, check_cell, checks, solution))
+    graded = {q.number for q in found}
+    discussions = []
+    for cell in student.cells:
+        for m in EXERCISE_HEADING.finditer(cell.source) if cell.cell_type == "markdown" else ():
+            if m.group("number") not in graded:
+                discussions.append(f"Exercise {m.group('number')}")
+    return found, discussions
+
+
+# ---------------------------------------------------------------------------------------------------
+# the master notebook otter reads
+
+def test_source(question: Question) -> str:
+    """The exception-based otter test of one question: its check(s), afresh and strict."""
+    parameters = []
+    for check in question.checks:
+        parameters += [n for n in check.names if n not in parameters]
+    function = "test_exercise_" + question.number.replace(".", "_")
+    lines = [f"def {function}({', '.join(parameters)}):",
+             "    from attention_lab import checks",
+             "",
+             "    graded = checks.fresh()"]
+    for check in question.checks:
+        arguments = f"{check.arguments}, strict=True" if check.arguments else "strict=True"
+        lines.append(f"    graded.{check.name}({arguments})")
+    return "\n".join(lines)
+
+
+def answer_source(stub: str, solution: str) -> str:
+    """The stub as the learner gets it, then the solution, which otter keeps out of the student notebook."""
+    return f"{stub}\n# BEGIN SOLUTION NO PROMPT\n{solution}\n# END SOLUTION"
+
+
+def requirements() -> list[str]:
+    """What the autograder installs besides otter (Gradescope builds its image from these).
+
+    The chapters' libraries at the versions of requirements.txt, PyTorch's CPU wheels, and the helper
+    package from the repository at this release's tag, the same line the notebooks' bootstrap cell installs.
+    """
+    pins = {}
+    for line in (ROOT / "requirements.txt").read_text(encoding="utf-8").splitlines():
+        m = re.match(r"^([A-Za-z0-9_.-]+)==(\S+)", line.strip())
+        if m:
+            pins[m.group(1).lower().replace("_", "-")] = m.group(0)
+    missing = [name for name in CHAPTER_LIBRARIES if name not in pins]
+    if missing:
+        raise GradedEditionError(f"requirements.txt pins no version of {', '.join(missing)}")
+    url, _ = nbtool.repository()
+    return [f"--extra-index-url {TORCH_CPU_INDEX}", *(pins[name] for name in CHAPTER_LIBRARIES),
+            f"attention_lab @ git+{url}@{nbtool.release_ref()}"]
+
+
+def assignment_config(stem: str) -> dict:
+    return {
+        "name": stem,  # otter refuses a submission whose notebook names another assignment
+        "requirements": requirements(),
+        "python_version": PYTHON_VERSION,
+        "init_cell": False,  # the student notebook runs without otter: nothing of otter's is added
+        "check_all_cell": False,
+        "export_cell": False,
+        "run_tests": True,  # otter grades the solutions notebook and stops unless it gets full marks
+        # every test is public, so each exercise's score and feedback show to the student at once; no
+        # extra "Public Tests" entry repeating them
+        "generate": {"show_all_public": True, "show_hidden": True, "force_public_test_summary": False,
+                     "pdf": False},
+        "tests": {"ok_format": False},
+    }
+
+
+def _graded_note(stem: str, graded: list[Question], discussions: list[str]) -> nbformat.NotebookNode:
+    names = [q.name for q in graded]
+    listed = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+    text = (f"> **Graded edition.** {listed} {'is' if len(names) == 1 else 'are'} graded automatically, "
+            f"{POINTS} point each. The grader runs this notebook from the top in a fresh kernel and, after "
+            "each of those exercises, runs its check again, in a strict mode that a change to the check in "
+            "this notebook does not affect. An exercise scores its point when the check passes and zero "
+            "otherwise; your feedback is the check's message, the one you see when you run the check cell. "
+            "Keep every cell, the names the exercises ask for and the check cells, and submit this file, "
+            f"`{stem}.ipynb`.")
+    if discussions:
+        other = discussions[0] if len(discussions) == 1 else ", ".join(discussions[:-1]) + " and " + discussions[-1]
+        text += f" {other} {'is a discussion' if len(discussions) == 1 else 'are discussions'}: not graded here."
+    cell = nbformat.v4.new_markdown_cell(text)
+    cell["id"] = f"{stem[:2]}-graded"
+    return cell
+
+
+def _raw(text: str) -> nbformat.NotebookNode:
+    return nbformat.v4.new_raw_cell(text)
+
+
+def _otter_markup(nb, name: str) -> None:
+    """Refuse a notebook holding text otter would take for its own markup (it would edit or drop it)."""
+    for index, cell in enumerate(nb.cells):
+        m = OTTER_LINE.search(cell.source)
+        if m or cell.cell_type == "raw":
+            what = f"`{m.group(0).strip()}`" if m else "a raw cell"
+            raise GradedEditionError(f"{name}: cell {index} (id {cell.get('id')}) holds {what}, which otter "
+                                     f"assign reads as its own markup; write it another way")
+
+
+def master_notebook(lesson, stem: str, book, name: str | None = None):
+    """The otter master notebook of one chapter, with its questions and its discussion exercises."""
+    name = name or f"lessons/{stem}.ipynb"
+    try:
+        student = student_edition.student_notebook(lesson, stem, name, book)
+    except student_edition.StudentEditionError as exc:
+        raise GradedEditionError(str(exc)) from exc
+    _otter_markup(student, f"{name} (student edition)")
+    graded, discussions = questions(lesson, student, name)
+    if not graded:
+        raise GradedEditionError(f"{name}: no coding exercise (a stub, its solution, its check) to grade")
+    for q in graded:  # the solution goes into otter's hands too
+        if OTTER_LINE.search(q.solution):
+            raise GradedEditionError(f"{name}: the solution of {q.name} holds "
+                                     f"`{OTTER_LINE.search(q.solution).group(0).strip()}`, otter markup")
+
+    config = _raw("# ASSIGNMENT CONFIG\n" + yaml.safe_dump(assignment_config(stem), sort_keys=False).strip())
+    by_stub = {q.stub: q for q in graded}
+    by_check = {q.check_cell: q for q in graded}
+    cells = [config]
+    note_at = next((i for i, c in enumerate(student.cells) if c.get("id") == f"{stem[:2]}-run"), 0)
+    for index, cell in enumerate(student.cells):
+        cell = copy.deepcopy(cell)
+        if index in by_stub:
+            q = by_stub[index]
+            question = {"name": q.name, "points": POINTS, "check_cell": False}
+            cells.append(_raw("# BEGIN QUESTION\n" + yaml.safe_dump(question, sort_keys=False).strip()))
+            cells.append(_raw("# BEGIN SOLUTION"))
+            cell.source = answer_source(cell.source, q.solution)
+            cells += [cell, _raw("# END SOLUTION")]
+        elif index in by_check:
+            q = by_check[index]
+            test = nbformat.v4.new_code_cell(test_source(q))
+            cells += [cell, _raw("# BEGIN TESTS"), test, _raw("# END TESTS"), _raw("# END QUESTION")]
+        else:
+            cells.append(cell)
+        if index == note_at:
+            cells.append(_graded_note(stem, graded, discussions))
+    master = nbformat.v4.new_notebook(cells=cells, metadata=copy.deepcopy(student.metadata))
+    master.metadata["launch_notebook"]["edition"] = "graded"
+    master.metadata["launch_notebook"]["generated_by"] = f"{GENERATOR}: edit the lesson, never this file"
+    return master, graded, discussions
+
+
+# ---------------------------------------------------------------------------------------------------
+# running otter assign
+
+def assign(master, stem: str, out: Path, run_tests: bool = True) -> Edition:
+    """Run ``otter assign`` on ``master`` into ``out/stem``; return what it wrote."""
+    from otter.assign import main as otter_assign
+
+    target = out / stem
+    with tempfile.TemporaryDirectory(prefix=f"graded-{stem}-") as tmp:
+        source = Path(tmp) / f"{stem}.ipynb"
+        nbformat.write(master, source)
+        result = Path(tmp) / "dist"
+        try:
+            otter_assign(str(source), str(result), no_run_tests=not run_tests, no_pdfs=True)
+        except RuntimeError as exc:  # run_tests: the worked solutions did not get full marks
+            raise GradedEditionError(f"lessons/{stem}.ipynb: otter graded the chapter's own solutions below full "
+                                     f"marks, so its autograder would be wrong:\n{exc}") from exc
+        zips = sorted((result / "autograder").glob(f"{stem}-autograder_*.zip"))
+        if len(zips) != 1:
+            raise GradedEditionError(f"otter assign wrote {len(zips)} autograder zips for {stem}")
+        zips[0].rename(result / "autograder" / f"{stem}-autograder.zip")
+        if target.exists():
+            shutil.rmtree(target)
+        shutil.copytree(result, target)
+    return Edition(stem, target / "student" / f"{stem}.ipynb", target / "autograder" / f"{stem}-autograder.zip",
+                   target / "autograder" / f"{stem}.ipynb")
+
+
+def build(paths: list[Path], out: Path = OUT, *, run_tests: bool = True, book=None, log=print) -> list[Edition]:
+    """Check every chapter first, then write each one's graded edition; return what was written."""
+    book = book or launch_notebooks.load_book(extra=[p for p in paths if p.resolve().parent != LESSONS])
+    masters, errors = [], []
+    for path in paths:
+        try:
+            lesson = nbformat.read(path, as_version=4)
+            masters.append((path.stem, *master_notebook(lesson, path.stem, book, _display(path))))
+        except (GradedEditionError, launch_notebooks.LaunchError) as exc:
+            errors.append(str(exc))
+    if errors:
+        raise GradedEditionError("\n".join(errors))
+    out.mkdir(parents=True, exist_ok=True)
+    editions = []
+    for stem, master, graded, discussions in masters:
+        log(f"otter assign {stem}" + (" (then grading the solutions)" if run_tests else ""))
+        edition = assign(master, stem, out, run_tests=run_tests)
+        edition.questions = [q.name for q in graded]
+        edition.discussions = discussions
+        editions.append(edition)
+    return editions
+
+
+def _display(path: Path) -> str:
+    try:
+        return path.resolve().relative_to(ROOT).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default=str(OUT), help="output folder (default: graded/)")
+    parser.add_argument("--no-run-tests", action="store_true",
+                        help="skip grading each chapter's solutions (faster; the autograder is not proven)")
+    parser.add_argument("notebooks", nargs="*", help="default: every lessons/NN_*.ipynb")
+    args = parser.parse_args(argv)
+    paths = [Path(p) for p in args.notebooks] or sorted(LESSONS.glob("[0-9][0-9]_*.ipynb"))
+    if not paths:
+        print(f"no chapters found under {LESSONS}", file=sys.stderr)
+        return 1
+    out = Path(args.out)
+    try:
+        editions = build(paths, out, run_tests=not args.no_run_tests)
+    except GradedEditionError as exc:
+        print(f"graded edition not written:\n{exc}", file=sys.stderr)
+        return 1
+    if not args.notebooks:  # every chapter was built: a folder left by a chapter that is gone goes too
+        for folder in sorted(out.glob("[0-9][0-9]_*")):
+            if folder.is_dir() and folder.name not in {e.stem for e in editions}:
+                shutil.rmtree(folder)
+                print(f"removed {_display(folder)} (no chapter of that name in lessons/)")
+    for e in editions:
+        graded = ", ".join(e.questions)
+        other = f"; not graded: {', '.join(e.discussions)}" if e.discussions else ""
+        print(f"wrote {_display(e.student)} and {_display(e.autograder_zip)} ({graded}{other})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
