@@ -49,19 +49,56 @@ browser-test: install
 	$(BIN)/python -m pytest -n 2 --dist load tests/browser
 
 # maintainers: after editing a notebook or the package, regenerate the stored outputs and commit them
+# (with notebooks/, which follows lessons/: see `launch`)
 outputs: install
 	$(BIN)/python tools/notebooks.py execute
+	$(BIN)/python tools/launch_notebooks.py
 
 sync: install
 	$(BIN)/python tools/notebooks.py sync
+	$(BIN)/python tools/launch_notebooks.py
+
+# the notebooks Colab, Binder and `jupyter lab notebooks/` open: notebooks/NN_slug.ipynb, each chapter in plain
+# Markdown (commit them; `make book` fails when they are stale), and the student editions in student/
+.PHONY: launch
+launch: install
+	$(BIN)/python tools/launch_notebooks.py
 
 # instructors: student/NN_slug.ipynb and a zip per chapter, solutions removed
 student: install
 	$(BIN)/python tools/student_edition.py
 
-# the explorers' speed: one update against a naive redraw, side by side in one run (figures in the README)
+# the explorers' speed: one update against a naive redraw, side by side in one run (figures in CONTRIBUTING.md)
 bench: install
 	$(BIN)/python tools/bench_explorers.py
 
+# chapter 6: train the head model and the bigram from scratch (seeded, CPU) and write their weights and
+# training log into attention_lab/data/ (tools/train.py; 60 to 80 s on the 2-core machine)
+.PHONY: train
+train: install
+	$(BIN)/python tools/train.py
+
 clean:
 	rm -rf _build
+
+# maintainers: release a version: `make release VERSION=0.2.0` sets it in pyproject.toml and the package, dates
+# CHANGELOG.md's "Unreleased" entry and points bootstrap cells and launch links at v0.2.0 (TAG=1: commit and tag too)
+.PHONY: release
+release: install
+	@test -n "$(VERSION)" || { echo "usage: make release VERSION=X.Y.Z [TAG=1]" >&2; exit 2; }
+	$(BIN)/python tools/release.py $(VERSION) $(if $(TAG),--tag)
+
+# instructors: the graded editions, graded/NN_slug/ per chapter: student/NN_slug.ipynb to hand out and
+# autograder/NN_slug-autograder.zip for Gradescope or `otter run` (tools/graded_edition.py, otter-grader);
+# otter first grades each chapter's own solutions and stops unless they get full marks (FAST=1 skips that)
+.PHONY: graded
+graded: install
+	$(BIN)/python tools/graded_edition.py $(if $(FAST),--no-run-tests)
+
+# instructors: the book without solutions, into _build/html as usual (what the deploy workflow publishes with
+# BOOK_SOLUTIONS=hidden): exercises and checks stay, every solution goes (book/_ext/hide_solutions.py)
+.PHONY: book-without-solutions
+book-without-solutions: install vendor
+	$(BIN)/python tools/notebooks.py check
+	BOOK_SOLUTIONS=hidden $(BIN)/jupyter-book build . -W -n --keep-going
+	@echo "the book without solutions is at $(CURDIR)/_build/html/index.html"

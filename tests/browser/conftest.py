@@ -129,20 +129,62 @@ UNRENDERED_VIEWS_JS = """(() => Array.from(document.querySelectorAll('script[typ
   .map(s => s.textContent.trim().slice(0, 80)))()"""
 
 
+def open_page(browser, url: str, width: int = 1280, color_scheme: str = "light"):
+    """(browser context, settled PageVisit) for ``url`` in a window ``width`` CSS px wide."""
+    context = browser.new_context(viewport={"width": width, "height": 900}, color_scheme=color_scheme)
+    page = context.new_page()
+    v = PageVisit(page, url)
+    page.goto(v.url, wait_until="load")
+    v.settle()
+    return context, v
+
+
 @pytest.fixture
 def visit(browser, book_url):
     """visit("lessons/x.html") -> a settled PageVisit; the page closes after the test."""
     contexts = []
 
-    def _visit(path: str, color_scheme: str = "light") -> PageVisit:
-        context = browser.new_context(viewport={"width": 1280, "height": 900}, color_scheme=color_scheme)
+    def _visit(path: str, color_scheme: str = "light", width: int = 1280) -> PageVisit:
+        context, v = open_page(browser, book_url + path, width, color_scheme)
         contexts.append(context)
-        page = context.new_page()
-        v = PageVisit(page, book_url + path)
-        page.goto(v.url, wait_until="load")
-        v.settle()
         return v
 
     yield _visit
     for context in contexts:
         context.close()
+
+
+def chapter_pages() -> list[str]:
+    """The built chapters, lessons/NN_slug.html, or a placeholder whose tests say the book is not built."""
+    return [p for p in book_pages() if p.startswith("lessons/")] or ["(book not built)"]
+
+
+class ChapterViews:
+    """One chapter, opened once per (window width, colour scheme) a test asks for and kept open."""
+
+    def __init__(self, browser, book_url: str, path: str):
+        self.browser, self.book_url, self.path = browser, book_url, path
+        self.stem = path.rsplit("/", 1)[-1].removesuffix(".html")
+        self._open: dict[tuple[int, str], tuple] = {}
+
+    def view(self, width: int, color_scheme: str) -> PageVisit:
+        key = (width, color_scheme)
+        if key not in self._open:
+            self._open[key] = open_page(self.browser, self.book_url + self.path, width, color_scheme)
+        return self._open[key][1]
+
+    def close(self):
+        for context, _ in self._open.values():
+            context.close()
+        self._open.clear()
+
+
+@pytest.fixture(scope="module", params=chapter_pages())
+def chapter_views(request, browser, book_url):
+    """A chapter's pages in every window a test of the module asks for; pytest runs a chapter's tests
+    together, so each chapter loads once per width and colour scheme, and at most four pages are open."""
+    if request.param == "(book not built)":
+        _missing("the book is not built: run `make book` first")
+    views = ChapterViews(browser, book_url, request.param)
+    yield views
+    views.close()
