@@ -32,7 +32,9 @@ on every change queues a picture per intermediate value (measured: 40 drag messa
 controls' latest values when it runs. With no running loop (a script, a unit test) a change is drawn
 synchronously. ``tools/bench_explorers.py --burst`` plays such a drag against a real kernel.
 
-*Alive with no kernel.* On ipywidgets >= 8 (``ipywidgets.Stack``) an explorer also pre-renders a grid
+*Alive with no kernel.* When a chapter is executed for the book (``make outputs`` sets the environment
+variable ``ATTENTION_LAB_STATIC=1``; ``static=True`` asks for it anywhere), on ipywidgets >= 8
+(``ipywidgets.Stack``) an explorer also pre-renders a grid
 of pictures (lossless WebP, the live picture's exact colours) as HTML ``<img>`` with alt text, in
 ``Stack`` widgets ``jslink``ed to static controls whose options are exactly the grid; the saved widget
 state then switches pictures in the hosted book, where no Python runs. In a kernel, the first change
@@ -52,6 +54,7 @@ import base64
 import contextlib
 import html
 import math
+import os
 import time
 
 import ipywidgets as widgets
@@ -69,6 +72,11 @@ POWERS_OF_TWO = (1, 2, 4, 8, 16, 32, 64, 128)
 # while a control is dragged, the live picture is redrawn at most once per this interval (and once
 # more for the final value); a single change after a pause is drawn at once
 REDRAW_INTERVAL_S = 0.03
+
+
+# set to "1" by `make outputs` (tools/notebooks.py) in the kernel that executes a chapter for the book:
+# only there are the static grids built; a learner's kernel draws live and skips that work
+STATIC_ENV = "ATTENTION_LAB_STATIC"
 
 
 class BadInput(Exception):
@@ -190,7 +198,7 @@ class Explorer(widgets.VBox):
         self.static_controls, self.static_images, self.static_pictures, self.static_matrices = {}, {}, {}, {}
         self.static_stack, self.static_links, self._top = None, [], None
         if static is None:
-            static = has_stack()
+            static = has_stack() and os.environ.get(STATIC_ENV) == "1"
         if static and not has_stack():
             raise ValueError(f"static=True needs ipywidgets >= 8 (ipywidgets.Stack); got {widgets.__version__}")
         if static and grid:

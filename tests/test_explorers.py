@@ -93,9 +93,10 @@ _BUILT = {}
 
 
 def with_grid(factory):
-    """The explorer at its defaults, static grid included: built once per test module (it is slow)."""
+    """The explorer at its defaults, static grid included where ipywidgets has a Stack: built once
+    per test module (it is slow)."""
     if factory not in _BUILT:
-        _BUILT[factory] = factory()
+        _BUILT[factory] = factory(static=explorers.has_stack())
     return _BUILT[factory]
 
 
@@ -563,7 +564,7 @@ def test_trained_lines_are_checked_up_front(lines, match):
 @needs_stack
 def test_trained_static_grid_is_lines_times_heads():
     models = shipped()
-    ex = explorers.trained_explorer(models.trained, models.untrained, lines=LINES)
+    ex = explorers.trained_explorer(models.trained, models.untrained, lines=LINES, static=True)
     assert len(ex.static_images) == 6 and ex.children[0].selected_index == 0
     menu, heads = ex.static_controls["line"], ex.static_controls["trained"]
     assert isinstance(menu, widgets.Dropdown) and [value for _, value in menu.options] == LINES
@@ -622,7 +623,7 @@ def test_a_single_change_after_a_pause_is_drawn_at_once():
 
 @needs_stack
 def test_static_grid_one_control():
-    ex = explorers.average_explorer()
+    ex = explorers.average_explorer(static=True)
     top = ex.children[0]
     assert isinstance(top, widgets.Stack) and top.selected_index == 0
     stack = ex.static_stack
@@ -651,7 +652,7 @@ def test_static_grid_one_control():
 
 @needs_stack
 def test_static_grid_two_controls_nested_and_linked():
-    ex = explorers.masking_explorer(grid_T=(2, 5, 9))
+    ex = explorers.masking_explorer(grid_T=(2, 5, 9), static=True)
     outer = ex.static_stack
     assert len(outer.children) == 3 and all(len(s.children) == 2 for s in outer.children)
     t_ctrl, m_ctrl = ex.static_controls["T"], ex.static_controls["mask"]
@@ -684,7 +685,7 @@ def test_static_and_live_pictures_of_one_state_have_the_same_pixels(factory):
 
 @needs_stack
 def test_static_control_hands_over_to_the_live_view():
-    ex = explorers.scaling_explorer(grid_head_sizes=(4, 64))
+    ex = explorers.scaling_explorer(grid_head_sizes=(4, 64), static=True)
     assert len(ex.static_images) == 4 and ex.children[0].selected_index == 0
     ex.static_controls["head_size"].value = 64
     assert ex.children[0].selected_index == 1 and ex.controls["head_size"].value == 64
@@ -706,10 +707,20 @@ def test_every_static_picture_has_alt_text_and_a_modest_payload(factory):
 
 @needs_stack
 def test_head_static_grid_uses_the_text():
-    ex = explorers.head_explorer(grid_head_sizes=(4, 16), grid_T=(3, 14))
+    ex = explorers.head_explorer(grid_head_sizes=(4, 16), grid_T=(3, 14), static=True)
     assert len(ex.static_images) == 4
     np.testing.assert_allclose(ex.static_matrices[(16, 14)], expected_head_weights("First Citizen:"), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(ex.static_matrices[(4, 3)], expected_head_weights("Fir", head_size=4), rtol=1e-5, atol=1e-6)
+
+
+@needs_stack
+def test_static_grids_are_built_for_the_book_only(monkeypatch):
+    # a learner's kernel draws live and skips the grid; `make outputs` asks for it through the environment
+    monkeypatch.delenv(explorers.STATIC_ENV, raising=False)
+    assert explorers.average_explorer().static_images == {}
+    monkeypatch.setenv(explorers.STATIC_ENV, "1")
+    assert len(explorers.average_explorer(T=2, max_T=3).static_images) == 3
+    assert explorers.average_explorer(T=2, max_T=3, static=False).static_images == {}
 
 
 @pytest.mark.skipif(explorers.has_stack(), reason="ipywidgets 7 only: no Stack, live view only")

@@ -4,7 +4,9 @@ The version is written in pyproject.toml; `attention_lab.__version__`, the chang
 bootstrap cell of every notebook (`attention_lab @ git+URL@vX.Y.Z`) and the README's Binder and Colab
 links must all name the same release. The last test releases a new version in a temporary clone of this
 checkout (no GitHub here: the tag is local), and installs the package the way a notebook's bootstrap
-cell does, from the clone at the new tag, into a fresh environment.
+cell does on Colab, from the clone at the new tag, into a fresh environment that lacks it: the
+package must import at the new version with its data (corpus, trained weights), and a second run of
+the cell must not start pip.
 """
 
 from __future__ import annotations
@@ -165,7 +167,7 @@ def fill_unreleased(repo: Path, lines: str) -> None:
 
 @pytest.mark.slow
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
-def test_release_in_a_clone_moves_everything_to_the_new_tag_and_the_tag_installs(tmp_path):
+def test_release_in_a_clone_moves_everything_to_the_new_tag_and_the_bootstrap_cell_installs_it(tmp_path):
     repo = clone_of_this_checkout(tmp_path / "clone")
     old = versions(repo)["pyproject.toml"]
     major, minor, _ = release.parse(old)
@@ -219,16 +221,28 @@ def test_release_in_a_clone_moves_everything_to_the_new_tag_and_the_tag_installs
     # torch, matplotlib, ipywidgets visible as on Colab: only the small package itself is installed
     (Path(site) / "course_deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     env = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
-    installed = subprocess.run([python, "-c", local_cell], cwd=tmp_path, capture_output=True, text=True, env=env,
-                               timeout=600)
+
+    def run(code):
+        return subprocess.run([python, "-c", code], cwd=tmp_path, capture_output=True, text=True, env=env,
+                              timeout=600)
+
+    missing = run("import importlib.util; print(importlib.util.find_spec('attention_lab'))")
+    assert missing.stdout.strip() == "None", missing.stdout + missing.stderr  # as on Colab
+    installed = run(local_cell)
     assert installed.returncode == 0, installed.stderr[-2000:]
-    probe = subprocess.run(
-        [python, "-c", "import importlib.metadata as m, attention_lab as a; "
-                       "print(a.__version__, m.version('attention_lab'), a.__file__)"],
-        cwd=tmp_path, capture_output=True, text=True, check=True)
-    module_version, dist_version, location = probe.stdout.split()
+    probe = run("import importlib.metadata as m, attention_lab as a, attention_lab.text as t, "
+                "attention_lab.training as tr\n"
+                "print(a.__version__, m.version('attention_lab'), a.__file__, len(t.corpus()), "
+                "len(tr.load_trained().log['head']['step']))")
+    assert probe.returncode == 0, probe.stderr[-2000:]
+    module_version, dist_version, location, length, logged = probe.stdout.split()
     assert (module_version, dist_version) == (new, new), probe.stdout
     assert location.startswith(str(env_dir)), f"imported from {location}, not the fresh environment"
+    assert int(length) == 1_115_394, "the tiny-Shakespeare corpus did not come with the package"
+    assert int(logged) > 0, "chapter 6's trained weights and log did not come with the package"
+    # where the package is present the cell does nothing: prove pip is not even started
+    again = run("import subprocess\nsubprocess.run = None\n" + local_cell)
+    assert again.returncode == 0, again.stderr[-2000:]
 
     # and the version, changelog, every bootstrap cell and the README's launch links all name the new tag
     assert_everything_names(repo, new)

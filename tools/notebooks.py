@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import re
 import sys
 from pathlib import Path
@@ -253,6 +254,8 @@ def merge_streams(outputs: list) -> list:
 def execute(path: Path) -> None:
     from nbclient import NotebookClient
 
+    # the kernel inherits it: explorers pre-render their static grids for the book (attention_lab.explorers)
+    os.environ["ATTENTION_LAB_STATIC"] = "1"
     nb = nbformat.read(path, as_version=4)
     sync(nb)
     for cell in nb.cells:

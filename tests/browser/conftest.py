@@ -154,6 +154,18 @@ def visit(browser, book_url):
         context.close()
 
 
+@pytest.fixture(scope="module", params=book_pages() or ["(book not built)"])
+def page_view(request, browser, book_url):
+    """Each page of the book, loaded once at 1280 px in light mode and shared by the tests that only
+    read it (pytest runs a page's tests together); ``.path`` is the page."""
+    if request.param == "(book not built)":
+        _missing("the book is not built: run `make book` first")
+    context, v = open_page(browser, book_url + request.param, 1280, "light")
+    v.path = request.param
+    yield v
+    context.close()
+
+
 def chapter_pages() -> list[str]:
     """The built chapters, lessons/NN_slug.html, or a placeholder whose tests say the book is not built."""
     return [p for p in book_pages() if p.startswith("lessons/")] or ["(book not built)"]

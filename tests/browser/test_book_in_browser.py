@@ -22,10 +22,8 @@ def _require_built(path):
         _missing("the book is not built: run `make book` first")
 
 
-@pytest.mark.parametrize("path", PAGES)
-def test_page_loads_self_contained_without_errors(visit, path):
-    _require_built(path)
-    v = visit(path)
+def test_page_loads_self_contained_without_errors(page_view):
+    v, path = page_view, page_view.path
     weight = sum(v.bytes_by_url.values())
     print(f"\n{path}: {len(v.bytes_by_url)} requests, {weight / 1e6:.2f} MB, "
           f"third-party {len(v.third_party)}, failed {len(v.failed)}, console errors {len(v.console_errors)}")
@@ -37,10 +35,8 @@ def test_page_loads_self_contained_without_errors(visit, path):
     assert twice == [], f"{path} loads these scripts twice: {twice}"
 
 
-@pytest.mark.parametrize("path", PAGES)
-def test_math_and_widgets_render(visit, path):
-    _require_built(path)
-    v = visit(path)
+def test_math_and_widgets_render(page_view):
+    v, path = page_view, page_view.path
     has_math = v.page.locator(".math, span.math, div.math").count() > 0
     if has_math:
         unrendered = v.page.evaluate(
@@ -54,10 +50,8 @@ def test_math_and_widgets_render(visit, path):
     assert errors == 0, f"{path}: {errors} widget(s) failed to render (error placeholder shown)"
 
 
-@pytest.mark.parametrize("path", PAGES)
-def test_every_visible_image_says_what_it_shows(visit, path):
-    _require_built(path)
-    v = visit(path)
+def test_every_visible_image_says_what_it_shows(page_view):
+    v, path = page_view, page_view.path
     # a missing alt, an empty one, or one that is only a file name says nothing to a screen reader
     bad = v.page.evaluate("""() => Array.from(document.querySelectorAll('img'))
       .filter(i => i.checkVisibility() && i.getBoundingClientRect().width > 0)
@@ -136,12 +130,10 @@ def test_static_explorers_answer_the_keyboard(visit, path):
     assert report, f"{path}: explorers found but no visible slider or menu to move"
 
 
-@pytest.mark.parametrize("path", PAGES)
-def test_axe_wcag21aa_no_serious_or_critical(visit, path):
-    _require_built(path)
+def test_axe_wcag21aa_no_serious_or_critical(page_view):
+    v, path = page_view, page_view.path
     if not AXE.is_file():
         _missing(f"{AXE} missing: run `npm ci`")
-    v = visit(path)
     v.page.add_script_tag(path=str(AXE))
     result = v.page.evaluate(
         "tags => axe.run(document, {runOnly: {type: 'tag', values: tags}, resultTypes: ['violations']})", AXE_TAGS
