@@ -383,7 +383,7 @@ def build(paths: list[Path], out: Path = OUT, *, run_tests: bool = True, book=No
     for path in paths:
         try:
             lesson = nbformat.read(path, as_version=4)
-            masters.append((path.stem, *master_notebook(lesson, path.stem, book, _display(path))))
+            masters.append((path.stem, *master_notebook(lesson, path.stem, book, nbtool.shown(path))))
         except (GradedEditionError, launch_notebooks.LaunchError) as exc:
             errors.append(str(exc))
     if errors:
@@ -399,12 +399,6 @@ def build(paths: list[Path], out: Path = OUT, *, run_tests: bool = True, book=No
     return editions
 
 
-def _display(path: Path) -> str:
-    try:
-        return path.resolve().relative_to(ROOT).as_posix()
-    except ValueError:
-        return str(path)
-
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -413,7 +407,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="skip grading each chapter's solutions (faster; the autograder is not proven)")
     parser.add_argument("notebooks", nargs="*", help="default: every lessons/NN_*.ipynb")
     args = parser.parse_args(argv)
-    paths = [Path(p) for p in args.notebooks] or sorted(LESSONS.glob("[0-9][0-9]_*.ipynb"))
+    paths = nbtool.notebooks(args.notebooks)
     if not paths:
         print(f"no chapters found under {LESSONS}", file=sys.stderr)
         return 1
@@ -427,11 +421,11 @@ def main(argv: list[str] | None = None) -> int:
         for folder in sorted(out.glob("[0-9][0-9]_*")):
             if folder.is_dir() and folder.name not in {e.stem for e in editions}:
                 shutil.rmtree(folder)
-                print(f"removed {_display(folder)} (no chapter of that name in lessons/)")
+                print(f"removed {nbtool.shown(folder)} (no chapter of that name in lessons/)")
     for e in editions:
         graded = ", ".join(e.questions)
         other = f"; not graded: {', '.join(e.discussions)}" if e.discussions else ""
-        print(f"wrote {_display(e.student)} and {_display(e.autograder_zip)} ({graded}{other})")
+        print(f"wrote {nbtool.shown(e.student)} and {nbtool.shown(e.autograder_zip)} ({graded}{other})")
     return 0
 
 

@@ -1054,14 +1054,8 @@ def plain_notebook(nb, stem: str, book: Book, *, student: bool = False, name: st
 def launch_notebook(path: Path, book: Book | None = None):
     """The launch notebook of ``lessons/NN_slug.ipynb``."""
     nb = nbformat.read(path, as_version=4)
-    return plain_notebook(nb, path.stem, book or load_book(), name=_display(path))
+    return plain_notebook(nb, path.stem, book or load_book(), name=nbtool.shown(path))
 
-
-def _display(path: Path) -> str:
-    try:
-        return path.resolve().relative_to(root()).as_posix()
-    except ValueError:
-        return str(path)
 
 
 def text_of(nb) -> str:
@@ -1072,7 +1066,7 @@ def text_of(nb) -> str:
 # notebooks/ as a whole
 
 def lessons() -> list[Path]:
-    return sorted((root() / "lessons").glob("[0-9][0-9]_*.ipynb"))
+    return nbtool.notebooks()
 
 
 def target_dir() -> Path:
@@ -1091,10 +1085,10 @@ def stale(book: Book | None = None) -> list[str]:
     found = []
     for path, text in wanted.items():
         if not path.is_file() or path.read_text(encoding="utf-8") != text:
-            found.append(_display(path))
+            found.append(nbtool.shown(path))
     for path in sorted(target_dir().glob("*.ipynb")):
         if path not in wanted:
-            found.append(f"{_display(path)} (no chapter in lessons/ has this name)")
+            found.append(f"{nbtool.shown(path)} (no chapter in lessons/ has this name)")
     return found
 
 
@@ -1132,12 +1126,12 @@ def main(argv: list[str] | None = None) -> int:
                 return 1
             return 0
         for path in write(book):
-            print(f"wrote {_display(path)}" if path.exists() else f"removed {_display(path)}")
+            print(f"wrote {nbtool.shown(path)}" if path.exists() else f"removed {nbtool.shown(path)}")
         if not args.no_student:
             import student_edition
 
             for target in student_edition.build(lessons(), root() / "student", book=book):
-                print(f"wrote {_display(target)} and {target.with_suffix('.zip').name}")
+                print(f"wrote {nbtool.shown(target)} and {target.with_suffix('.zip').name}")
     except LaunchError as exc:
         print(f"launch notebooks cannot be made:\n{exc}", file=sys.stderr)
         return 1

@@ -161,9 +161,18 @@ def sync_markers(path: Path, start: str, end: str, block: str, write: bool) -> b
 
 
 def notebooks(paths: list[str] | None = None) -> list[Path]:
+    """The notebooks named on a command line, or every chapter ``lessons/NN_*.ipynb``."""
     if paths:
         return [Path(p).resolve() for p in paths]
     return sorted(LESSONS.glob("[0-9][0-9]_*.ipynb"))
+
+
+def shown(path: Path) -> str:
+    """A path as a message shows it: relative to the repository where it lies inside it."""
+    try:
+        return path.resolve().relative_to(ROOT).as_posix()
+    except ValueError:
+        return str(path)
 
 
 def sync(nb: nbformat.NotebookNode) -> bool:

@@ -39,8 +39,10 @@ from pathlib import Path
 
 import nbformat
 
-ROOT = Path(__file__).resolve().parents[1]
-LESSONS = ROOT / "lessons"
+import notebooks as nbtool
+
+ROOT = nbtool.ROOT
+LESSONS = nbtool.LESSONS
 SOLUTION, STUB, REMOVE = "solution", "exercise-stub", "remove-cell"
 
 # an opening fence of a MyST directive, with backticks or colons: ```{name} argument
@@ -237,14 +239,14 @@ def build(paths: list[Path], out: Path, book=None) -> list[Path]:
     for path in paths:
         try:
             nb = nbformat.read(path, as_version=4)
-            make_student_notebook(nb, name=_display(path))  # the exercise pattern first, for every chapter
+            make_student_notebook(nb, name=nbtool.shown(path))  # the exercise pattern first, for every chapter
             editions.append((path, nb))
         except StudentEditionError as exc:
             errors.append(str(exc))
     if errors:
         raise StudentEditionError("\n".join(errors))
     book = book or launch_notebooks.load_book(extra=[p for p in paths if p.resolve().parent != LESSONS])
-    editions = [(path, student_notebook(nb, path.stem, _display(path), book)) for path, nb in editions]
+    editions = [(path, student_notebook(nb, path.stem, nbtool.shown(path), book)) for path, nb in editions]
     out.mkdir(parents=True, exist_ok=True)
     written = []
     for path, nb in editions:
@@ -256,19 +258,13 @@ def build(paths: list[Path], out: Path, book=None) -> list[Path]:
     return written
 
 
-def _display(path: Path) -> str:
-    try:
-        return str(path.resolve().relative_to(ROOT))
-    except ValueError:
-        return str(path)
-
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=str(ROOT / "student"), help="output folder (default: student/)")
     parser.add_argument("notebooks", nargs="*", help="default: every lessons/NN_*.ipynb")
     args = parser.parse_args(argv)
-    paths = [Path(p) for p in args.notebooks] or sorted(LESSONS.glob("[0-9][0-9]_*.ipynb"))
+    paths = nbtool.notebooks(args.notebooks)
     if not paths:
         print(f"no notebooks found under {LESSONS}", file=sys.stderr)
         return 1
@@ -280,7 +276,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"student edition not written:\n{exc}", file=sys.stderr)
         return 1
     for target in written:
-        print(f"wrote {_display(target)} and {target.with_suffix('.zip').name}")
+        print(f"wrote {nbtool.shown(target)} and {target.with_suffix('.zip').name}")
     return 0
 
 

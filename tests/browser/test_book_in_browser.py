@@ -81,51 +81,39 @@ def test_static_explorers_answer_the_keyboard(visit, path):
         pytest.fail(f"{path} has no static explorer in the built page: every chapter should have one that "
                     "answers its controls without a kernel (is the widget state saved? run `make outputs`)")
     report = []
+
+    def press(area, n, control, key, name):
+        """Press `key` on `control` and assert the explorer's visible picture changed."""
+        before = area.evaluate(VISIBLE_IMAGES_JS)
+        assert before, f"{path} explorer {n}: no picture visible before using {name}"
+        control.focus()
+        v.page.keyboard.press(key)
+        v.page.wait_for_timeout(250)
+        after = area.evaluate(VISIBLE_IMAGES_JS)
+        report.append(f"explorer {n} / {name}: picture changed = {after != before}")
+        assert after and after != before, f"{path} explorer {n}: the picture did not change when {name} was used"
+
     for n, area in enumerate(explorers, 1):
         area.scroll_into_view_if_needed()
+        labels = area.locator(".widget-slider .widget-label")
         handles = area.locator("[role=slider]")
         for h in range(handles.count()):
             handle = handles.nth(h)
-            if not handle.is_visible():
-                continue
-            before = area.evaluate(VISIBLE_IMAGES_JS)
-            assert before, f"{path} explorer {n}: no picture visible before moving the slider"
-            at_max = handle.get_attribute("aria-valuenow") == handle.get_attribute("aria-valuemax")
-            handle.focus()
-            v.page.keyboard.press("ArrowLeft" if at_max else "ArrowRight")
-            v.page.wait_for_timeout(250)
-            after = area.evaluate(VISIBLE_IMAGES_JS)
-            label = area.locator(".widget-slider .widget-label").nth(h).inner_text() if area.locator(
-                ".widget-slider .widget-label").count() > h else f"slider {h + 1}"
-            report.append(f"explorer {n} / {label!r}: picture changed = {after != before}")
-            assert after and after != before, f"{path} explorer {n}: the picture did not change when {label!r} moved by keyboard"
+            if handle.is_visible():
+                at_max = handle.get_attribute("aria-valuenow") == handle.get_attribute("aria-valuemax")
+                name = labels.nth(h).inner_text() if labels.count() > h else f"slider {h + 1}"
+                press(area, n, handle, "ArrowLeft" if at_max else "ArrowRight", f"slider {name!r}")
         # menus (chapter 6's lines of the play): the arrow key chooses the next entry
         menus = area.locator("select")
         for m in range(menus.count()):
-            menu = menus.nth(m)
-            if not menu.is_visible():
-                continue
-            before = area.evaluate(VISIBLE_IMAGES_JS)
-            menu.focus()
-            v.page.keyboard.press("ArrowDown")
-            v.page.wait_for_timeout(250)
-            after = area.evaluate(VISIBLE_IMAGES_JS)
-            report.append(f"explorer {n} / menu {m + 1}: picture changed = {after != before}")
-            assert after and after != before, f"{path} explorer {n}: the picture did not change when menu {m + 1} moved"
+            if menus.nth(m).is_visible():
+                press(area, n, menus.nth(m), "ArrowDown", f"menu {m + 1}")
         # toggles (scaling on/off, mask on/off): reach the other button with the keyboard and press it
         buttons = area.locator(".widget-toggle-buttons button")
         for b in range(buttons.count()):
             button = buttons.nth(b)
-            if not button.is_visible() or "mod-active" in (button.get_attribute("class") or ""):
-                continue
-            before = area.evaluate(VISIBLE_IMAGES_JS)
-            button.focus()
-            v.page.keyboard.press("Space")
-            v.page.wait_for_timeout(250)
-            after = area.evaluate(VISIBLE_IMAGES_JS)
-            label = button.inner_text().strip()
-            report.append(f"explorer {n} / toggle {label!r}: picture changed = {after != before}")
-            assert after and after != before, f"{path} explorer {n}: the picture did not change when {label!r} was pressed"
+            if button.is_visible() and "mod-active" not in (button.get_attribute("class") or ""):
+                press(area, n, button, "Space", f"toggle {button.inner_text().strip()!r}")
     print("\n" + "\n".join(report))
     assert report, f"{path}: explorers found but no visible slider or menu to move"
 
