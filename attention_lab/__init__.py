@@ -13,4 +13,4 @@ lesson, one job a module:
 Importing it has no side effects: nothing is seeded, drawn, displayed or configured.
 """
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
