@@ -166,7 +166,8 @@ class Explorer(widgets.VBox):
     characters on the axes; raise :class:`BadInput` for values that cannot be drawn) and
     ``alt(values, result) -> str`` (what the picture shows: alt text and caption). A picture with more
     than one part overrides ``build(fig, stamped)`` (draws the figure's parts; returns its heatmaps and
-    the other artists that change) and ``draw(frame, result, values)`` (updates them).
+    the other artists that change) and ``draw(frame, result, values)`` (updates them). Controls that
+    follow one another (a menu that fills a text box) set each other with ``set_quietly``.
     """
 
     label = "explorer"
@@ -277,6 +278,15 @@ class Explorer(widgets.VBox):
         return widgets.HBox(list(children), layout=widgets.Layout(flex_flow="row wrap"))
 
     # ---- scheduling ------------------------------------------------------------------------------
+
+    def set_quietly(self, name: str, value) -> None:
+        """Set a control that follows another one: the reader's change draws the picture, this
+        echo of it draws none (a hook for subclasses whose controls are linked)."""
+        self._hold = True
+        try:
+            self.controls[name].value = value
+        finally:
+            self._hold = False
 
     def _on_change(self, change) -> None:
         if self._hold:
@@ -657,11 +667,7 @@ class HeadExplorer(Explorer):
     def _text_changed(self, change):
         # T follows the text's length while it fits, so typing extends the picture
         if 1 <= len(change["new"]) <= self.block_size:
-            self._hold = True
-            try:
-                self.controls["T"].value = len(change["new"])
-            finally:
-                self._hold = False
+            self.set_quietly("T", len(change["new"]))
 
     def compute(self, values):
         d = whole("d_k", values["head_size"], 1, self.max_head_size, BadInput, "Move the d_k slider.")
@@ -723,18 +729,11 @@ class TrainedExplorer(Explorer):
                                          placeholder=f"up to {self.block_size} characters"),
                     "trained": toggle([("trained", True), ("untrained", False)], True, "head")}
         # a line chosen in the menu goes into the text box; typing there sets the menu to "(your own text)"
-        controls["line"].observe(lambda c: c["new"] and self._echo("text", c["new"]), names="value")
-        controls["text"].observe(lambda c: c["new"] != controls["line"].value and self._echo("line", ""),
+        controls["line"].observe(lambda c: c["new"] and self.set_quietly("text", c["new"]), names="value")
+        controls["text"].observe(lambda c: c["new"] != controls["line"].value and self.set_quietly("line", ""),
                                  names="value")
         super().__init__(controls, [("line", tuple(lines)), ("trained", (True, False))], static,
                          note=", where you can also type your own text")
-
-    def _echo(self, name, value):
-        self._hold = True  # the reader's change draws the picture; this echo of it draws none
-        try:
-            self.controls[name].value = value
-        finally:
-            self._hold = False
 
     def compute(self, values):
         chars = values["line"] or values["text"]

@@ -139,7 +139,7 @@ def test_fork_changes_follow_the_config(tmp_path, monkeypatch):
     monkeypatch.setattr(nbtool, "ROOT", tmp_path)
     (tmp_path / "lessons").mkdir()
     links = nbtool.launch_links(tmp_path / "lessons" / "05_one_head.ipynb")
-    ref = nbtool.release_ref()  # the version in pyproject.toml: v0.1.0
+    ref = nbtool.release_ref()  # the version in pyproject.toml, e.g. v0.2.0
     assert links == {
         "page": "https://someone.github.io/my-fork/lessons/05_one_head.html",
         "binder": f"https://mybinder.org/v2/gh/someone/my-fork/{ref}?urlpath=lab/tree/notebooks/05_one_head.ipynb",
