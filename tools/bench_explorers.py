@@ -61,6 +61,10 @@ CASES = [
     ("masking (ch4)", explorers.masking_explorer, {}, "T", [3, 9, 17, 32, 5, 24, 8, 12]),
     ("head (ch5)", explorers.head_explorer, {"text": "First Citizen:\nBefore we proceed"}, "T",
      [3, 9, 17, 30, 5, 24, 8, 12]),
+    # typed text of 3 to 32 characters (T follows the text)
+    ("trained (ch6)", explorers.trained_explorer, {}, "text",
+     ["Fir", "First Citi", "First Citizen:\nBefore", "First Citizen:\nBefore we proceed",
+      "First", "First Citizen:\nBefore we pro", "First Ci", "First Citizen"]),
 ]
 
 
@@ -295,7 +299,7 @@ def main(argv=None) -> int:
     if args.payload and explorers.has_stack():
         print("\nstatic grid payload (ipywidgets >= 8, default grids, lossless WebP at 2x)")
         for label, factory, kwargs, _, _ in CASES:
-            ex = factory()
+            ex = factory(static=True, **kwargs)
             # what the page's widget state carries: each picture is an HTML <img> (base64 data URI,
             # alt text, caption); `webp` is the raw picture bytes inside
             total = sum(len(pic.value.encode()) for pic in ex.static_images.values())
