@@ -477,15 +477,15 @@ class ScalingExplorer(Explorer):
         controls = {"head_size": slider(whole("head_size", head_size, 1, self.max_head_size), 1,
                                         self.max_head_size, "d_k (head_size)"),
                     "scale": toggle([("raw q·k", False), ("q·k / √d_k", True)], True, "scaling")}
-        d_grid = [p for p in POWERS_OF_TWO if p <= self.max_head_size]
-        super().__init__(controls, [("head_size", grid("grid_head_sizes", grid_head_sizes, d_grid, 1,
+        # the d_k of the variance curve, and the default grid: every power of two up to the largest
+        self.d_values = [p for p in POWERS_OF_TWO if p <= self.max_head_size]
+        super().__init__(controls, [("head_size", grid("grid_head_sizes", grid_head_sizes, self.d_values, 1,
                                                        self.max_head_size)), ("scale", (False, True))], static)
 
     def build(self, fig, stamped=True):
         fig.subplots_adjust(left=0.08, right=0.97, bottom=0.15, top=0.9, wspace=0.45)
         ax, ax_var = fig.subplots(1, 2, width_ratios=[1.3, 1])
-        d = [p for p in POWERS_OF_TWO if p <= self.max_head_size] or [1]
-        marker = plots.variance_panel(ax_var, d, [self.variance[n - 1] for n in d])
+        marker = plots.variance_panel(ax_var, self.d_values, [self.variance[n - 1] for n in self.d_values])
         return [plots.HeatmapArtist(ax, stamped=stamped)], [marker]
 
     def compute(self, values):

@@ -72,8 +72,9 @@ def _pt(px: float) -> float:
     return px * 72 / CSS_DPI
 
 
-def new_figure(figsize=(3.6, 3.2), pyplot: bool = False) -> Figure:
-    """Return a white-backed Figure of ``figsize`` inches (CSS_DPI CSS px each).
+def new_figure(figsize=(3.6, 3.2), pyplot: bool = False, layout: str | None = None) -> Figure:
+    """Return a white-backed Figure of ``figsize`` inches (CSS_DPI CSS px each), with matplotlib's
+    ``layout`` engine (e.g. "constrained") if given.
 
     By default it is made directly, with an Agg canvas at SCALE times the pixels: registered nowhere,
     never shown by a notebook by itself, no ``plt.close`` needed (the explorers draw into such
@@ -84,11 +85,11 @@ def new_figure(figsize=(3.6, 3.2), pyplot: bool = False) -> Figure:
     if pyplot:
         import matplotlib.pyplot as plt
 
-        fig = plt.figure(figsize=figsize, dpi=CSS_DPI, facecolor="white")
+        fig = plt.figure(figsize=figsize, dpi=CSS_DPI, facecolor="white", layout=layout)
     else:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
 
-        fig = Figure(figsize=figsize, dpi=CSS_DPI * SCALE, facecolor="white")
+        fig = Figure(figsize=figsize, dpi=CSS_DPI * SCALE, facecolor="white", layout=layout)
         FigureCanvasAgg(fig)
     return fig
 
@@ -377,9 +378,7 @@ def show_heatmaps(matrices: Sequence, titles: Sequence[str], kinds: Sequence[str
         raise ValueError(f"give one title and one kind per matrix: got {len(mats)} matrices, "
                          f"{len(titles)} titles and {len(kinds)} kinds")
     limit = _finite_limit([m for m, k in zip(mats, kinds) if k == "scores"])
-    import matplotlib.pyplot as plt
-
-    fig = plt.figure(figsize=(2.6 * len(mats) + 1.0, 3.0), dpi=CSS_DPI, facecolor="white", layout="constrained")
+    fig = new_figure(figsize=(2.6 * len(mats) + 1.0, 3.0), pyplot=True, layout="constrained")
     axes = fig.subplots(1, len(mats), squeeze=False)[0]
     artists = []
     for n, (ax, m, t, k) in enumerate(zip(axes, mats, titles, kinds)):
@@ -528,8 +527,7 @@ def saturation_curves(scales: Sequence[float], largest: dict, gradient: dict,
         if len(ys) != len(scales):
             raise ValueError(f"curve {name!r} needs one value per scale: expected {len(scales)}, "
                              f"got {len(ys)}")
-    fig = new_figure(figsize=(6.8, 2.9), pyplot=True)
-    fig.set_layout_engine("constrained")
+    fig = new_figure(figsize=(6.8, 2.9), pyplot=True, layout="constrained")
     ax_w, ax_g = fig.subplots(1, 2)
     colors = ["#d95f02", "#1b9e77", "#7570b3", "#e7298a"]
     for ax, curves, ylabel in ((ax_w, largest, "largest weight"),
@@ -627,8 +625,7 @@ def loss_curves(steps: Sequence[int], curves: dict, levels: dict | None = None,
             if len(ys) != len(steps):
                 raise ValueError(f"{name}'s {part} curve needs one loss per step: expected {len(steps)}, "
                                  f"got {len(ys)}")
-    fig = new_figure(figsize=(6.8, 3.3), pyplot=True)
-    fig.set_layout_engine("constrained")
+    fig = new_figure(figsize=(6.8, 3.3), pyplot=True, layout="constrained")
     axes = fig.subplots(1, 2 if zoom_from is not None else 1, squeeze=False)[0]
     for n, ax in enumerate(axes):
         keep = [i for i, s in enumerate(steps) if n == 0 or s >= zoom_from]
@@ -671,8 +668,7 @@ def distance_bars(profiles: dict, max_distance: int = 8, level: tuple[str, float
     """
     if not profiles:
         raise ValueError("profiles must name at least one head")
-    fig = new_figure(figsize=(6.8, 2.9), pyplot=True)
-    fig.set_layout_engine("constrained")
+    fig = new_figure(figsize=(6.8, 2.9), pyplot=True, layout="constrained")
     ax = fig.add_subplot()
     width = 0.8 / len(profiles)
     for n, ((name, values), color) in enumerate(zip(profiles.items(), MODEL_COLORS)):
