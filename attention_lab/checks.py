@@ -1529,13 +1529,6 @@ def check_weight_by_distance(fn):
             f"(tested {_tested('T', [s[1] for s in shapes])}; {_tested('B', [s[0] for s in shapes])})")
 
 
-def _play_lines(block_size: int) -> list[str]:
-    """The lines of the validation text with 2 to block_size characters: what chapter 6 searches."""
-    from attention_lab import text
-
-    return [s for s in text.decode(text.split()[1]).split("\n") if 2 <= len(s) <= block_size]
-
-
 def _look_back(model: nn.Module, lines: list[str], *, mask: bool = True, scale: bool = True,
                how: str = "mean") -> torch.Tensor:
     """Each line's look-back, in float64: the line run alone from position 0 through ``model``'s tables
@@ -1566,23 +1559,19 @@ def _look_back(model: nn.Module, lines: list[str], *, mask: bool = True, scale: 
     return total if how == "sum" else total / sizes
 
 
-def _picks(how: dict, pick=torch.argmax):
-    """A match for a mistake whose measure ``_look_back(model, lines, **how)`` ranks the learner's line first."""
+def _picks(how: dict, *, least: bool = False, model: str = "model"):
+    """A match for a mistake whose measure ``_look_back(case.<model>, lines, **how)`` ranks the
+    learner's line first (last, with ``least``); none where the case has no such model."""
 
     def match(case, got):
-        values = _look_back(case.model, case.lines, **how)
-        chosen = values[case.lines.index(got)]
-        best = values.max() if pick is torch.argmax else values.min()
-        return {} if abs(float(chosen - best)) < 1e-6 else None
+        head = getattr(case, model)
+        if head is None:
+            return None
+        values = _look_back(head, case.lines, **how)
+        best = values.min() if least else values.max()
+        return {} if abs(float(values[case.lines.index(got)] - best)) < 1e-6 else None
 
     return match
-
-
-def _other_model(case, got):
-    if case.other is None:
-        return None
-    values = _look_back(case.other, case.lines)
-    return {} if abs(float(values[case.lines.index(got)] - values.max())) < 1e-6 else None
 
 
 _FURTHEST_ROWS = _table(
@@ -1593,11 +1582,11 @@ _FURTHEST_ROWS = _table(
      "as it is", None),
     ("furthest/ignores-model", "given the untrained head, your `{name}` returned the trained head's line: it "
      "must take the weights from its `model` argument, not from a model defined outside the function",
-     _other_model),
+     _picks({}, model="other")),
     ("furthest/least", "you found the line that looks back least: you took the smallest look-back (min, "
      "argmin), or counted the distance as j - t, which the causal mask never lets be positive; the key j "
      "of query t is t - j >= 0 positions back, and the answer is the line with the largest mean",
-     _picks({}, torch.argmin)),
+     _picks({}, least=True)),
     ("furthest/sum", "your measure grows with the length of the line: you summed over the positions, or "
      "averaged over padding positions as well; a line's look-back is the mean over its own len(line) "
      "positions", _picks({"how": "sum"})),
@@ -1633,26 +1622,22 @@ def check_furthest_line(fn):
     weights without the mask or without the 1/√d_k scaling; else says how far back the learner's line
     looks, and how far the furthest does, without naming it.
     """
-    from attention_lab import training
+    from attention_lab import text, training
 
     trained, untrained = training.load_trained()[:2]
-    lines = _play_lines(trained.position_table.weight.shape[0])
+    lines = text.validation_lines(trained.position_table.weight.shape[0])
     # every line, for the answer; a third of them through the untrained head, where a function that
     # reads a model from outside gives itself away; 300 short lines, where a sum and a mean disagree
     short = [s for s in lines if len(s) <= 12][:300]
     cases = [("the trained head", trained, lines, None), ("the untrained head", untrained, lines[::3], trained),
              ("the trained head", trained, short, None)]
     name = _name(fn)
-    threads = torch.get_num_threads()
     for label, model, given, other in cases:
         where = f"{label} and {len(given):,} lines of the validation text"
         # a loop over lines runs thousands of tiny products: with one thread, tens of times faster on a
-        # busy machine (a second thread only waits); the learner's setting is restored
-        torch.set_num_threads(1)
-        try:
+        # busy machine; the learner's setting is restored
+        with training.one_thread():
             got, _ = _call(fn, model, list(given), inputs=where)
-        finally:
-            torch.set_num_threads(threads)
         fields = dict(name=name, got=got, where=where, n=len(given), type=type(got).__name__)
         if not isinstance(got, str):
             _fail("furthest/not-a-line", **fields)

@@ -51,7 +51,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import contextlib
 import html
 import math
 import os
@@ -66,6 +65,7 @@ import torch.nn.functional as F
 from attention_lab import plots
 from attention_lab.reference import ReferenceHead
 from attention_lab.text import encode, vocab
+from attention_lab.training import one_thread
 
 C = 384  # the lesson's d_model: width of x
 POWERS_OF_TWO = (1, 2, 4, 8, 16, 32, 64, 128)
@@ -116,18 +116,6 @@ def slider(value: int, lo: int, hi: int, description: str) -> widgets.IntSlider:
 
 def toggle(options, value, description: str) -> widgets.ToggleButtons:
     return widgets.ToggleButtons(options=options, value=value, description=description)
-
-
-@contextlib.contextmanager
-def _one_thread():
-    # an explorer's tensors are tiny: a second intra-op thread only adds waiting, which on a busy
-    # machine costs tens of milliseconds a matmul (measured); the setting is restored afterwards
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(n)
 
 
 def entropy_bits(weights: np.ndarray) -> np.ndarray:
@@ -241,7 +229,7 @@ class Explorer(widgets.VBox):
 
         Raises :class:`BadInput` for values that cannot be drawn; does not touch the widgets.
         """
-        with _one_thread():
+        with one_thread():  # an explorer's tensors are tiny
             result = self.compute(values)
         self.draw(self.frame, result, values)
         return (self.frame.png() if fmt == "png" else self.frame.webp()), result
@@ -714,8 +702,9 @@ class TrainedExplorer(Explorer):
         shipped = training.load_trained() if trained is None or untrained is None else None
         self.models = {True: trained or shipped.trained, False: untrained or shipped.untrained}
         self.block_size = self.models[True].position_table.weight.shape[0]
-        fits = [s for s in text.decode(text.split()[1]).split("\n") if 2 <= len(s) <= self.block_size]
-        lines = list(dict.fromkeys(fits))[:6] if lines is None else list(lines)
+        if lines is None:
+            lines = list(dict.fromkeys(text.validation_lines(self.block_size)))[:6]
+        lines = list(lines)
         if not lines or len(set(lines)) != len(lines):
             raise ValueError(f"lines must list at least one line, each once; got {lines!r}")
         for line in lines:

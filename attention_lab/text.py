@@ -7,7 +7,8 @@ first call decompresses the text once and keeps it.
 
 Who uses what: chapter 5 takes :func:`corpus`, :func:`vocab`, :func:`batch` and :func:`decode`,
 and its head explorer :func:`vocab` and :func:`encode`; chapter 6 and :mod:`attention_lab.training`
-take :func:`split`, :func:`vocab`, :func:`encode` and :func:`decode`.
+take :func:`split`, :func:`vocab`, :func:`encode` and :func:`decode`; chapter 6's explorer and checks
+read :func:`validation_lines`.
 """
 
 from __future__ import annotations
@@ -81,6 +82,13 @@ def split() -> tuple[torch.Tensor, torch.Tensor]:
     ids = _ids()
     n = int(TRAIN_FRACTION * len(ids))
     return ids[:n].clone(), ids[n:].clone()
+
+
+def validation_lines(block_size: int) -> list[str]:
+    """The lines of the validation text (the last 10 %, as :func:`split` cuts it) that have 2 to
+    ``block_size`` characters, in order: the lines of the play chapter 6 reads."""
+    whole = corpus()  # one id per character: the cut of split() falls at the same place
+    return [s for s in whole[int(TRAIN_FRACTION * len(whole)):].split("\n") if 2 <= len(s) <= block_size]
 
 
 def batch(B: int, T: int, generator: torch.Generator | None = None) -> tuple[torch.Tensor, list[str]]:

@@ -12,13 +12,13 @@ import math
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+import notebooks as nbtool
 from attention_lab import checks
 from attention_lab.reference import ReferenceHead
 
@@ -377,10 +377,10 @@ CH6 = {}
 def ch6():
     """Chapter 6's shipped models and the validation lines the check searches (loaded once)."""
     if not CH6:
-        from attention_lab import training
+        from attention_lab import text, training
 
         shipped = training.load_trained()
-        CH6.update(trained=shipped.trained, untrained=shipped.untrained, lines=checks._play_lines(32))
+        CH6.update(trained=shipped.trained, untrained=shipped.untrained, lines=text.validation_lines(32))
     return CH6
 
 
@@ -1133,7 +1133,7 @@ def test_importing_checks_prints_nothing():
 def test_chapters_call_checks_as_statements_whose_none_prints_nothing():
     """Learner mode returns None because each chapter's check call is its cell's last line."""
     calls = 0
-    for path in sorted((Path(__file__).parents[1] / "lessons").glob("[0-9][0-9]_*.ipynb")):
+    for path in nbtool.notebooks():
         for cell in json.loads(path.read_text())["cells"]:
             source = "".join(cell["source"])
             if cell["cell_type"] == "code" and re.search(r"^checks\.check_\w+\(", source, re.MULTILINE):

@@ -120,3 +120,11 @@ def test_batch_without_a_generator_uses_the_global_seed():
 def test_batch_explains_bad_sizes(B, T, words):
     with pytest.raises(ValueError, match=words):
         text.batch(B, T)
+
+
+@pytest.mark.parametrize("block_size", [2, 12, 32])
+def test_validation_lines_are_the_lines_of_the_validation_ids_that_fit(block_size):
+    # derived the long way, from the ids split() cuts: the string slice must land on the same text
+    expected = [s for s in text.decode(text.split()[1]).split("\n") if 2 <= len(s) <= block_size]
+    got = text.validation_lines(block_size)
+    assert got == expected and got and all(2 <= len(s) <= block_size for s in got)

@@ -85,7 +85,7 @@ def fit(kind: str, args, train_ids, val_ids, quiet: bool):
                            log_every=args.log_every, val=val_ids,
                            progress=None if quiet else progress_bar(kind))
     seconds = time.perf_counter() - start
-    after = training.validation_loss(model, val_ids)
+    after = curve["val"][-1]  # train() logs the exact validation loss after its last step
     entry = {
         "lr": lr,
         "parameters": sum(p.numel() for p in model.parameters()),
