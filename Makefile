@@ -46,17 +46,17 @@ test-ipywidgets7: $(STAMP7)
 
 # the built book in headless Chromium only (needs `make book`)
 browser-test: install
-	$(BIN)/python -m pytest -n 2 --dist load tests/browser
+	$(BIN)/python -m pytest -n 2 --dist loadscope tests/browser
 
 # maintainers: after editing a notebook or the package, regenerate the stored outputs and commit them
 # (with notebooks/, which follows lessons/: see `launch`)
 outputs: install
 	$(BIN)/python tools/notebooks.py execute
-	$(BIN)/python tools/launch_notebooks.py
+	$(BIN)/python tools/student_edition.py
 
 sync: install
 	$(BIN)/python tools/notebooks.py sync
-	$(BIN)/python tools/launch_notebooks.py
+	$(BIN)/python tools/student_edition.py
 
 # the notebooks Colab, Binder and `jupyter lab notebooks/` open: notebooks/NN_slug.ipynb, each chapter in plain
 # Markdown (commit them; `make book` fails when they are stale), and the student editions in student/

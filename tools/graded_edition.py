@@ -55,7 +55,7 @@ import notebooks as nbtool
 import student_edition
 
 ROOT = nbtool.ROOT
-LESSONS = ROOT / "lessons"
+LESSONS = nbtool.LESSONS
 OUT = ROOT / "graded"
 GENERATOR = "tools/graded_edition.py"
 POINTS = 1
@@ -196,8 +196,8 @@ def questions(lesson, student, name: str) -> tuple[list[Question], list[str]]:
             other = student.cells[later]
             if _is_exercise(other) or student_edition.STUB in other.metadata.get("tags", []):
                 break
-            if other.cell_type == "code" and _calls(other.source):
-                check_cell, checks = later, _calls(other.source)
+            if other.cell_type == "code" and (calls := _calls(other.source)):
+                check_cell, checks = later, calls
                 break
         if check_cell is None:
             raise GradedEditionError(f"{where}: Exercise {m.group('number')} has a stub but no cell calling a "
@@ -316,9 +316,9 @@ def master_notebook(lesson, stem: str, book, name: str | None = None):
     if not graded:
         raise GradedEditionError(f"{name}: no coding exercise (a stub, its solution, its check) to grade")
     for q in graded:  # the solution goes into otter's hands too
-        if OTTER_LINE.search(q.solution):
+        if markup := OTTER_LINE.search(q.solution):
             raise GradedEditionError(f"{name}: the solution of {q.name} holds "
-                                     f"`{OTTER_LINE.search(q.solution).group(0).strip()}`, otter markup")
+                                     f"`{markup.group(0).strip()}`, otter markup")
 
     config = _raw("# ASSIGNMENT CONFIG\n" + yaml.safe_dump(assignment_config(stem), sort_keys=False).strip())
     by_stub = {q.stub: q for q in graded}
@@ -378,7 +378,7 @@ def assign(master, stem: str, out: Path, run_tests: bool = True) -> Edition:
 
 def build(paths: list[Path], out: Path = OUT, *, run_tests: bool = True, book=None, log=print) -> list[Edition]:
     """Check every chapter first, then write each one's graded edition; return what was written."""
-    book = book or launch_notebooks.load_book(extra=[p for p in paths if p.resolve().parent != LESSONS])
+    book = book or launch_notebooks.load_book(extra=paths)
     masters, errors = [], []
     for path in paths:
         try:

@@ -342,17 +342,19 @@ def _author_names(field: str) -> str:
 
 
 def load_book(extra: list[Path] = ()) -> Book:
-    """Index the chapters, the prose pages, the glossary and the bibliography (``extra``: more chapters)."""
+    """Index the chapters, the prose pages, the glossary and the bibliography. ``extra`` names chapters
+    being converted: those kept outside lessons/ (a test fixture) are indexed as chapters too."""
     base = root()
     url, _ = nbtool.repository()
     owner_repo = url.removeprefix("https://github.com/")
     book = Book(base=nbtool.pages_url(url),
                 raw_base=f"https://raw.githubusercontent.com/{owner_repo}/{nbtool.release_ref()}")
-    pages = sorted((base / "book").glob("*.md")) + sorted((base / "lessons").glob("[0-9][0-9]_*.ipynb"))
+    pages = sorted((base / "book").glob("*.md")) + nbtool.notebooks()
     for path in pages:
         index_document(book, path.relative_to(base).with_suffix("").as_posix(), _markdown_sources(path))
     for path in extra:  # a chapter kept elsewhere (a test fixture) reads as one of lessons/
-        index_document(book, f"lessons/{path.stem}", _markdown_sources(path))
+        if path.resolve().parent != nbtool.LESSONS:
+            index_document(book, f"lessons/{path.stem}", _markdown_sources(path))
     glossary = base / "book" / "glossary.md"
     if glossary.is_file():
         for block in parse_blocks(glossary.read_text(encoding="utf-8")):
@@ -805,10 +807,11 @@ def _clean_metadata(cell) -> dict:
     return meta
 
 
-def _segments(source: str, inside: bool):
-    """Split a markdown cell at solution markers: [(inside_solution, blocks)], and the state after it."""
+def _segments(cell_blocks: list[Block], inside: bool):
+    """Split a markdown cell's blocks at solution markers: [(inside_solution, blocks)], and the state
+    after it."""
     segments: list[tuple[bool, list[Block]]] = [(inside, [])]
-    for block in parse_blocks(source):
+    for block in cell_blocks:
         if block.kind == "directive" and block.directive.name in ("solution-start", "solution-end"):
             inside = block.directive.name == "solution-start"
             segments.append((inside, []))
@@ -961,12 +964,13 @@ def plain_notebook(nb, stem: str, book: Book, *, student: bool = False, name: st
             continue
         if REMOVE_CELL in tags:
             continue
-        segments, after = _segments(cell.source, inside)
-        directives = {b.directive.name for b in parse_blocks(cell.source) if b.kind == "directive"}
+        cell_blocks = parse_blocks(cell.source)
+        segments, after = _segments(cell_blocks, inside)
+        directives = {b.directive.name for b in cell_blocks if b.kind == "directive"}
         if SOLUTION in tags and not inside and not directives & {"solution", "solution-start"}:
             conv.fail(f"a markdown cell tagged `{SOLUTION}` outside `{{solution-start}}` ... `{{solution-end}}` "
                       "and holding no `{solution}` directive: it would show its answer; put it inside a solution")
-        for block in parse_blocks(cell.source):  # the label of a solution opened in this cell
+        for block in cell_blocks:  # the label of a solution opened in this cell
             if block.kind == "directive" and block.directive.name == "solution-start":
                 solution_label = block.directive.arg
         for n, (state, blocks) in enumerate(segments):
@@ -1116,6 +1120,8 @@ def main(argv: list[str] | None = None) -> int:
     if not lessons():
         print(f"no chapters found under {root() / 'lessons'}", file=sys.stderr)
         return 1
+    import student_edition
+
     try:
         book = load_book()
         if args.check:
@@ -1128,16 +1134,12 @@ def main(argv: list[str] | None = None) -> int:
         for path in write(book):
             print(f"wrote {nbtool.shown(path)}" if path.exists() else f"removed {nbtool.shown(path)}")
         if not args.no_student:
-            import student_edition
-
             for target in student_edition.build(lessons(), root() / "student", book=book):
                 print(f"wrote {nbtool.shown(target)} and {target.with_suffix('.zip').name}")
     except LaunchError as exc:
         print(f"launch notebooks cannot be made:\n{exc}", file=sys.stderr)
         return 1
-    except Exception as exc:  # the student edition's own errors name the notebook and cell
-        if type(exc).__name__ != "StudentEditionError":
-            raise
+    except student_edition.StudentEditionError as exc:  # names the notebook and cell
         print(f"student edition not written:\n{exc}", file=sys.stderr)
         return 1
     return 0

@@ -126,15 +126,7 @@ def readme_table(paths: list[Path]) -> str:
 
 def sync_readme(paths: list[Path], write: bool) -> bool:
     """Rewrite the README's chapter table; return True if it was out of date."""
-    readme = ROOT / "README.md"
-    text = readme.read_text()
-    pattern = re.compile(re.escape(README_START) + ".*?" + re.escape(README_END), re.S)
-    if not pattern.search(text):
-        raise SystemExit(f"README.md lacks the chapter table markers {README_START!r} ... {README_END!r}")
-    new = pattern.sub(lambda _: readme_table(paths), text)
-    if new != text and write:
-        readme.write_text(new)
-    return new != text
+    return sync_markers(ROOT / "README.md", README_START, README_END, readme_table(paths), write)
 
 
 CLONE_START = "<!-- clone: written by `make sync` from _config.yml; edit there -->"
@@ -322,19 +314,18 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"synced {name}")
             elif changed:
                 stale.append(name)
-    if args.command in ("sync", "execute", "check"):
-        # the launch notebooks follow the chapters (tools/launch_notebooks.py; `make launch` adds student editions)
-        import launch_notebooks
+    # the launch notebooks follow the chapters (tools/launch_notebooks.py; `make launch` adds student editions)
+    import launch_notebooks
 
-        try:
-            if args.command == "check":
-                stale += launch_notebooks.stale()
-            else:
-                for path in launch_notebooks.write():
-                    print(f"{'wrote' if path.exists() else 'removed'} {path.relative_to(ROOT)}")
-        except launch_notebooks.LaunchError as exc:
-            print(f"launch notebooks cannot be made from lessons/:\n{exc}", file=sys.stderr)
-            return 1
+    try:
+        if args.command == "check":
+            stale += launch_notebooks.stale()
+        else:
+            for path in launch_notebooks.write():
+                print(f"{'wrote' if path.exists() else 'removed'} {path.relative_to(ROOT)}")
+    except launch_notebooks.LaunchError as exc:
+        print(f"launch notebooks cannot be made from lessons/:\n{exc}", file=sys.stderr)
+        return 1
     if stale:
         print("out of date with _config.yml or lessons/: " + ", ".join(map(str, stale))
               + "\nrun `make sync` (or `make outputs`) and commit the result", file=sys.stderr)

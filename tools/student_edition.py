@@ -239,19 +239,20 @@ def build(paths: list[Path], out: Path, book=None) -> list[Path]:
     for path in paths:
         try:
             nb = nbformat.read(path, as_version=4)
-            make_student_notebook(nb, name=nbtool.shown(path))  # the exercise pattern first, for every chapter
-            editions.append((path, nb))
+            # the exercise pattern first, for every chapter, before anything is converted or written
+            editions.append((path, make_student_notebook(nb, name=nbtool.shown(path))))
         except StudentEditionError as exc:
             errors.append(str(exc))
     if errors:
         raise StudentEditionError("\n".join(errors))
-    book = book or launch_notebooks.load_book(extra=[p for p in paths if p.resolve().parent != LESSONS])
-    editions = [(path, student_notebook(nb, path.stem, nbtool.shown(path), book)) for path, nb in editions]
+    book = book or launch_notebooks.load_book(extra=paths)
+    # in plain Markdown, as student_notebook() makes it (plain_notebook validates what it returns)
+    editions = [(path, launch_notebooks.plain_notebook(student, path.stem, book, student=True, name=nbtool.shown(path)))
+                for path, student in editions]
     out.mkdir(parents=True, exist_ok=True)
     written = []
     for path, nb in editions:
         target = out / path.name
-        nbformat.validate(nb)
         nbformat.write(nb, target)
         write_zip(target, target.with_suffix(".zip"))
         written.append(target)

@@ -14,6 +14,7 @@ Binder link and its Colab link. The instructors' page uses it.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 from pathlib import Path
 
@@ -26,16 +27,14 @@ ROOT = Path(__file__).resolve().parents[2]
 logger = logging.getLogger(__name__)
 
 
+@functools.lru_cache(maxsize=1)
 def _tool():
-    """tools/notebooks.py, loaded from its file (the book's build has book/_ext on its path, not tools/)."""
+    """tools/notebooks.py, loaded from its file once per build (the book's build has book/_ext on its
+    path, not tools/)."""
     spec = importlib.util.spec_from_file_location("course_notebooks_tool", ROOT / "tools" / "notebooks.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
-
-
-def chapters() -> list[Path]:
-    return sorted((ROOT / "lessons").glob("[0-9][0-9]_*.ipynb"))
 
 
 def point_launch_buttons(app, pagename, templatename, context, doctree):
@@ -66,7 +65,7 @@ class LaunchLinks(SphinxDirective):
     def run(self):
         tool = _tool()
         rows = ["| chapter | Binder (JupyterLab) | Colab |", "|---|---|---|"]
-        for path in chapters():
+        for path in tool.notebooks():
             links = tool.launch_links(path)
             rows.append(f"| {{doc}}`/lessons/{path.stem}` | [open in Binder]({links['binder']}) "
                         f"| [open in Colab]({links['colab']}) |")
