@@ -28,7 +28,7 @@ import notebooks as nbtool
 import student_edition
 
 ROOT = Path(__file__).resolve().parents[1]
-LESSONS = sorted((ROOT / "lessons").glob("[0-9][0-9]_*.ipynb"))
+LESSONS = nbtool.notebooks()
 STEMS = [p.stem for p in LESSONS]
 ROUND_TRIP = "05_one_head"
 
@@ -165,20 +165,27 @@ def _fixture(check="from attention_lab import checks\nchecks.check_causal_averag
     return nb
 
 
-@pytest.mark.parametrize(("kwargs", "words"), [
-    (dict(check="print(double(2))"), "Exercise 98.1 has a stub but no cell calling a check"),
-    (dict(solution="def double(x):\n    return 2 * x  # SOLUTION"), "otter markup"),
-    (dict(check="checks.check_causal_average(double)  # IGNORE"), "otter assign reads as its own markup"),
+@pytest.mark.parametrize(("kwargs", "words", "cli"), [
+    # the command line itself once; main() in this process for the others (a Python start-up each)
+    (dict(check="print(double(2))"), "Exercise 98.1 has a stub but no cell calling a check", True),
+    (dict(solution="def double(x):\n    return 2 * x  # SOLUTION"), "otter markup", False),
+    (dict(check="checks.check_causal_average(double)  # IGNORE"), "otter assign reads as its own markup", False),
 ])
-def test_a_chapter_that_cannot_be_graded_stops_the_command_and_writes_nothing(kwargs, words, tmp_path):
+def test_a_chapter_that_cannot_be_graded_stops_the_command_and_writes_nothing(kwargs, words, cli, tmp_path,
+                                                                              capsys):
     path = tmp_path / "98_graded_fixture.ipynb"
     nbformat.write(_fixture(**kwargs), path)
     out = tmp_path / "out"
-    result = subprocess.run([sys.executable, str(ROOT / "tools" / "graded_edition.py"), "--out", str(out),
-                             "--no-run-tests", str(path)], capture_output=True, text=True, timeout=300)
-    assert result.returncode == 1
-    assert "graded edition not written" in result.stderr and words in result.stderr, result.stderr
-    assert "98_graded_fixture.ipynb" in result.stderr
+    argv = ["--out", str(out), "--no-run-tests", str(path)]
+    if cli:
+        result = subprocess.run([sys.executable, str(ROOT / "tools" / "graded_edition.py"), *argv],
+                                capture_output=True, text=True, timeout=300)
+        code, err = result.returncode, result.stderr
+    else:
+        code, err = graded_edition.main(argv), capsys.readouterr().err
+    assert code == 1
+    assert "graded edition not written" in err and words in err, err
+    assert "98_graded_fixture.ipynb" in err
     assert not out.exists()
 
 
@@ -255,11 +262,11 @@ def _flat(text: str) -> str:
 
 
 @pytest.mark.slow
-def test_grading_round_trip_with_otter_run(built, tmp_path):
+def test_grading_round_trip_with_otter_run(built, book, tmp_path):
     edition = built[ROUND_TRIP]
     lesson = _lesson(ROUND_TRIP)
     student = nbformat.read(edition.student, as_version=4)
-    _, questions, _ = graded_edition.master_notebook(lesson, ROUND_TRIP, launch_notebooks.load_book())
+    _, questions, _ = graded_edition.master_notebook(lesson, ROUND_TRIP, book)
     names = [q.name for q in questions]
     assert names == ["Exercise 5.1", "Exercise 5.2", "Exercise 5.3"]
     assert [c.name for q in questions for c in q.checks] == \

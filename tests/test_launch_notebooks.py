@@ -25,7 +25,7 @@ import notebooks as nbtool
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = ROOT / "tests" / "fixtures" / "99_every_myst_construct.ipynb"
-CHAPTERS = sorted(p.stem for p in (ROOT / "lessons").glob("[0-9][0-9]_*.ipynb"))
+CHAPTERS = [p.stem for p in nbtool.notebooks()]
 
 
 def lesson(stem):
@@ -219,7 +219,7 @@ def test_an_answer_tagged_solution_outside_a_solution_stops_the_conversion(book)
 # --- every notebook a launch link opens, every student edition ----------------------------------------
 
 @pytest.mark.parametrize("stem", CHAPTERS)
-def test_the_launch_notebook_holds_no_raw_myst_and_no_open_solution(stem):
+def test_the_launch_notebook_holds_no_raw_myst_and_no_open_solution(stem, book):
     links = nbtool.launch_links(ROOT / "lessons" / f"{stem}.ipynb")
     for kind in ("binder", "colab"):
         opened = re.search(r"(notebooks/[^/?]+\.ipynb)$", links[kind]).group(1)
@@ -235,7 +235,7 @@ def test_the_launch_notebook_holds_no_raw_myst_and_no_open_solution(stem):
               for m in re.findall(r"\{solution(?:-start)?\}\s*(\S+)", c.source)}
     titles = set(re.findall(r"(?:#@title |<summary>)Solution to Exercise ([\d.]+)",
                             "\n".join(c.source for c in nb.cells)))
-    numbers = {ln.load_book().labels[label].number for label in solved}
+    numbers = {book.labels[label].number for label in solved}
     assert titles == numbers, f"folded solutions for exercises {sorted(titles)}, expected {sorted(numbers)}"
     assert all(c.outputs == [] for c in nb.cells if c.cell_type == "code") and "widgets" not in nb.metadata
 

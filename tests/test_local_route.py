@@ -22,7 +22,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -32,18 +31,13 @@ from pathlib import Path
 import pytest
 
 import notebooks as nbtool
+from conftest import _free_port, _missing
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "book" / "how_to_run.md"
 TORCH_INDEX = "https://download.pytorch.org/whl/cpu"
 CHAPTER = "01_plain_causal_average"
 TOOLCHAIN = ("sphinx", "jupyter-book", "myst-nb", "pytest", "nbval", "playwright", "sphinx-exercise")
-
-
-def _missing(reason: str):
-    if os.environ.get("CI"):
-        pytest.fail(reason + " (CI is set, so this is a failure, not a skip)")
-    pytest.skip(reason)
 
 
 def console_blocks(text: str) -> list[list[str]]:
@@ -161,9 +155,3 @@ def test_the_documented_local_route_runs_a_chapter_from_a_fresh_clone(tmp_path):
     assert installed.get("jupyterlab") == "4.6.6" and "attention-lab" in installed
     assert not [n for n in TOOLCHAIN if n in installed], "the maintainers' toolchain was installed"
     print(f"installed {len(installed)} packages, environment {(work / 'venv_mb.txt').read_text().strip()} MB")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]

@@ -14,6 +14,7 @@ import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 import launch_notebooks
+import notebooks as nbtool
 import student_edition
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -182,7 +183,7 @@ def test_synthetic_student_edition_runs_and_says_not_yet_implemented(tmp_path):
     assert "✗ not yet implemented: fill in `causal_average` above" in _text(nb.cells[-1])
 
 
-REAL = sorted((ROOT / "lessons").glob("[0-9][0-9]_*.ipynb"))
+REAL = nbtool.notebooks()
 
 
 @pytest.mark.slow

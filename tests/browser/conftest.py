@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import http.server
 import os
+import socket
 import threading
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -34,6 +35,21 @@ def _missing(reason: str):
     if os.environ.get("CI"):
         pytest.fail(reason + " (CI is set, so this is a failure, not a skip)")
     pytest.skip(reason)
+
+
+def built_page(relative: str) -> Path:
+    """A page of the built book, _build/html/<relative>; skips (fails in CI) when it is not built."""
+    page = HTML / relative
+    if not page.is_file():
+        _missing(f"{page} is not built: run `make book` first")
+    return page
+
+
+def _free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now (for a server a test starts)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def book_pages() -> list[str]:
@@ -144,8 +160,8 @@ def visit(browser, book_url):
     """visit("lessons/x.html") -> a settled PageVisit; the page closes after the test."""
     contexts = []
 
-    def _visit(path: str, color_scheme: str = "light", width: int = 1280) -> PageVisit:
-        context, v = open_page(browser, book_url + path, width, color_scheme)
+    def _visit(path: str) -> PageVisit:
+        context, v = open_page(browser, book_url + path, 1280, "light")
         contexts.append(context)
         return v
 

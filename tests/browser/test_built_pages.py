@@ -13,17 +13,16 @@ import re
 import nbformat
 import pytest
 from bs4 import BeautifulSoup
-from conftest import HTML, ROOT, _missing, book_pages
+from conftest import HTML, book_pages, built_page
 
-CHAPTERS = sorted((ROOT / "lessons").glob("[0-9][0-9]_*.ipynb"))
+import notebooks as nbtool
+
+CHAPTERS = nbtool.notebooks()
 LABEL = re.compile(r"```\{exercise(?:-start)?\}[^\n]*\n(?::[^\n]*\n)*?:label: (\S+)")
 
 
 def soup(rel: str) -> BeautifulSoup:
-    page = HTML / rel
-    if not page.is_file():
-        _missing(f"{page} is not built: run `make book` first")
-    return BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser")
+    return BeautifulSoup(built_page(rel).read_text(encoding="utf-8"), "html.parser")
 
 
 def source_labels(path) -> list[str]:

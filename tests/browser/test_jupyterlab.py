@@ -21,7 +21,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -29,7 +28,7 @@ import urllib.request
 
 import nbformat
 import pytest
-from conftest import CHROMIUM, ROOT, SCREENSHOTS, _missing
+from conftest import CHROMIUM, ROOT, SCREENSHOTS, PageVisit, _free_port, _missing
 
 # two chapters by default (CI time: chapter 1, and chapter 4 with a solution in text, code and text again);
 # JUPYTERLAB_CHAPTERS=all runs every chapter, or name stems, comma-separated
@@ -60,12 +59,6 @@ READY = (f"window.jupyterapp && {PANEL} && {PANEL}.context && {PANEL}.context.is
 ALL_RUN = f"""(() => {{ const p = {PANEL}; const k = p.sessionContext.session.kernel;
   return k.status === 'idle' && p.content.widgets.filter(c => c.model.type === 'code')
     .every(c => c.model.executionCount !== null); }})()"""
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -145,21 +138,12 @@ def test_a_chapter_in_jupyterlab_reads_like_the_book(jupyterlab, browser, stem):
 
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     page = context.new_page()
-    off_site, console_errors = [], []
-
-    def route(route, request):
-        if request.url.startswith(("http://127.0.0.1", "data:", "blob:")):
-            route.continue_()
-        else:
-            off_site.append(request.url)
-            route.abort()
-
-    page.route("**/*", route)
-    page.on("console", lambda m: console_errors.append(m.text) if m.type == "error" else None)
+    # ?reset: a fresh workspace, not the previous test's open notebooks; requests off localhost are
+    # aborted and recorded, console errors too (no settle(): JupyterLab's network never goes idle)
+    visit = PageVisit(page, f"{jupyterlab}lab/tree/notebooks/{stem}.ipynb?reset")
     try:
         started = time.monotonic()
-        # ?reset: a fresh workspace, not the previous test's open notebooks
-        page.goto(f"{jupyterlab}lab/tree/notebooks/{stem}.ipynb?reset")
+        page.goto(visit.url)
         page.wait_for_function(READY, timeout=90_000)
         assert page.evaluate(f"{PANEL}.context.path") == f"notebooks/{stem}.ipynb"
         assert page.evaluate(f"{PANEL}.content.notebookConfig.windowingMode") == "none"
@@ -269,8 +253,8 @@ def test_a_chapter_in_jupyterlab_reads_like_the_book(jupyterlab, browser, stem):
         print(f"\n{stem}: opened and ran in {ran:.1f} s; {len(exercises)} exercises, {len(folded)} folded code "
               f"solutions, {len(details)} folded answers; explorer {readout} -> "
               f"{explorer.locator('.widget-slider .widget-readout').first.inner_text()}: {before[1]!r} -> {after[1]!r}")
-        assert off_site == [], f"JupyterLab asked other hosts for {off_site[:5]}"
-        assert console_errors == [], f"console errors: {console_errors[:5]}"
+        assert visit.third_party == [], f"JupyterLab asked other hosts for {visit.third_party[:5]}"
+        assert visit.console_errors == [], f"console errors: {visit.console_errors[:5]}"
     except Exception:
         page.screenshot(path=str(SCREENSHOTS / f"jupyterlab-{stem}-failure.png"))
         raise

@@ -16,18 +16,11 @@ from urllib.parse import urlsplit
 
 import nbformat
 import pytest
-from conftest import HTML, ROOT, _missing
+from conftest import ROOT, built_page
 
 import notebooks as nbtool
 
-CHAPTERS = sorted(p.stem for p in (ROOT / "lessons").glob("[0-9][0-9]_*.ipynb"))
-
-
-def built(relative: str) -> Path:
-    page = HTML / relative
-    if not page.is_file():
-        _missing(f"{page} is not built: run `make book` first")
-    return page
+CHAPTERS = [p.stem for p in nbtool.notebooks()]
 
 
 def hrefs(page: Path) -> set[str]:
@@ -36,7 +29,7 @@ def hrefs(page: Path) -> set[str]:
 
 @pytest.mark.parametrize("stem", CHAPTERS)
 def test_chapter_launch_buttons_open_its_launch_notebook_at_the_release(stem):
-    found = hrefs(built(f"lessons/{stem}.html"))
+    found = hrefs(built_page(f"lessons/{stem}.html"))
     expected = nbtool.launch_links(ROOT / "lessons" / f"{stem}.ipynb")
     launch = sorted(h for h in found if "mybinder.org" in h or "colab.research.google.com" in h)
     assert launch == sorted([expected["binder"], expected["colab"]]), f"{stem}: rocket menu links {launch}"
@@ -48,7 +41,7 @@ def test_chapter_launch_buttons_open_its_launch_notebook_at_the_release(stem):
 
 
 def test_instructors_page_lists_every_chapters_launch_links():
-    found = hrefs(built("book/instructors.html"))
+    found = hrefs(built_page("book/instructors.html"))
     for stem in CHAPTERS:
         links = nbtool.launch_links(ROOT / "lessons" / f"{stem}.ipynb")
         assert links["binder"] in found and links["colab"] in found, f"instructors' page lacks {stem}'s launch links"
@@ -60,7 +53,7 @@ def ids_of(page: Path) -> set[str]:
 
 def bibliography_numbers() -> dict[str, str]:
     """id -> the number the built bibliography prints for it."""
-    text = built("book/bibliography.html").read_text(encoding="utf-8")
+    text = built_page("book/bibliography.html").read_text(encoding="utf-8")
     return dict(re.findall(r'<div class="citation" id="([^"]+)"[^>]*>\s*<span class="label"><span class="fn-bracket">'
                            r'\[</span>(\d+)<', text))
 
@@ -78,7 +71,7 @@ def test_every_link_of_the_launch_notebook_into_the_book_lands(stem):
     for text, href in links:
         parts = urlsplit(href)
         relative = parts.path.removeprefix(urlsplit(base).path).lstrip("/")
-        page = built(relative)
+        page = built_page(relative)
         if parts.fragment:
             ids = cache.setdefault(relative, ids_of(page))
             assert parts.fragment in ids, f"{stem}: [{text}]({href}): no id {parts.fragment!r} on {relative}"

@@ -28,7 +28,7 @@ import re
 
 import numpy as np
 import pytest
-from conftest import HTML, SCREENSHOTS, _missing, chapter_pages
+from conftest import SCREENSHOTS, built_page, chapter_pages
 from matplotlib import colormaps
 
 WINDOWS = [(1280, "light"), (1280, "dark"), (390, "light"), (390, "dark")]
@@ -406,9 +406,15 @@ def test_explorer_areas_use_the_theme_colours(chapter_views, width, scheme):
         assert contrast(a["caption"] or text, surface if scheme == "dark" else "rgb(255, 255, 255)") >= 4.5
 
 
+def _defaults(views) -> list[dict]:
+    """DEFAULTS_JS on the chapter at 1280 px in light mode: evaluated once, read by the two tests below."""
+    if not hasattr(views, "defaults"):
+        views.defaults = views.view(1280, "light").page.evaluate(DEFAULTS_JS)
+    return views.defaults
+
+
 def test_static_pictures_show_their_numbers_in_the_colour_maps_colours(chapter_views):
-    v = chapter_views.view(1280, "light")
-    explorers = v.page.evaluate(DEFAULTS_JS)
+    explorers = _defaults(chapter_views)
     assert explorers, f"{chapter_views.path}: no explorer on the page"
     for n, ex in enumerate(explorers, 1):
         pic = ex["picture"]
@@ -425,8 +431,7 @@ def test_static_pictures_show_their_numbers_in_the_colour_maps_colours(chapter_v
 
 
 def test_explorer_opens_on_the_numbers_the_chapter_prints(chapter_views):
-    v = chapter_views.view(1280, "light")
-    explorers = v.page.evaluate(DEFAULTS_JS)
+    explorers = _defaults(chapter_views)
     assert explorers, f"{chapter_views.path}: no explorer on the page"
     for n, ex in enumerate(explorers, 1):
         if chapter_views.stem in IDEALIZED:
@@ -462,10 +467,7 @@ def test_no_code_scrolls_sideways_and_no_harness_words(chapter_views):
 
 @pytest.mark.parametrize("path", chapter_pages())
 def test_chapter_page_weight(path):
-    page = HTML / path
-    if not page.is_file():
-        _missing(f"{page} is not built: run `make book` first")
-    raw = page.read_bytes()
+    raw = built_page(path).read_bytes()
     # gzip as a web server sends it (level 6)
     packed = len(gzip.compress(raw, compresslevel=6)) / 1e6
     print(f"\n{path}: {len(raw) / 1e6:.2f} MB, {packed:.2f} MB gzipped")
@@ -476,10 +478,7 @@ def test_chapter_page_weight(path):
 def test_one_search_box(path):
     """sphinx-book-theme 1.3 on pydata-sphinx-theme 0.17 adds a second one in an empty header bar unless
     `navbar_persistent` is set (`_config.yml`, sphinx: config: html_theme_options)."""
-    page = HTML / path
-    if not page.is_file():
-        _missing(f"{page} is not built: run `make book` first")
-    html = page.read_text(encoding="utf-8")
+    html = built_page(path).read_text(encoding="utf-8")
     fields = html.count('class="btn search-button-field')
     assert fields == 1, f"{path}: {fields} search boxes"
     header = re.search(r'<header id="pst-header"[^>]*>(.*?)</header>', html, re.DOTALL)
