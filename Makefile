@@ -30,8 +30,14 @@ book: install vendor
 	$(BIN)/jupyter-book build . -W -n --keep-going
 	@echo "the book is at $(CURDIR)/_build/html/index.html"
 
+# every run shuffles the order of the test files (conftest.py); pytest prints the seed, and
+# `make test TEST_SEED=N` repeats an order
+ifndef TEST_SEED
+TEST_SEED := $(shell od -An -N2 -tu2 /dev/urandom | tr -d ' ')
+endif
+
 test: book $(STAMP7)
-	$(BIN)/python -m pytest -n 2 --dist loadscope --nbval lessons tests
+	$(BIN)/python -m pytest -n 2 --dist loadscope --shuffle-modules $(TEST_SEED) --nbval lessons tests
 	$(MAKE) --no-print-directory test-ipywidgets7
 
 $(STAMP7): tests/requirements-ipywidgets7.txt pyproject.toml
@@ -87,6 +93,18 @@ clean:
 release: install
 	@test -n "$(VERSION)" || { echo "usage: make release VERSION=X.Y.Z [TAG=1]" >&2; exit 2; }
 	$(BIN)/python tools/release.py $(VERSION) $(if $(TAG),--tag)
+
+# instructors: the release tags vX.Y.Z in this clone. A clone or fork of main alone has none: fetch them from the
+# course (the remote `upstream` of a fork made with `gh repo fork`) where it can, then tag each commit that
+# `make release` made ("Release X.Y.Z") and is still untagged, so `git switch --detach vX.Y.Z` works offline too
+.PHONY: release-tags
+release-tags:
+	@if git remote | grep -qx upstream; then git fetch --quiet --tags upstream || echo "could not fetch upstream's tags; using this clone's release commits"; fi
+	@git log --format='%H %s' | sed -n 's/^\([0-9a-f]*\) Release \([0-9][0-9.]*\)$$/\1 \2/p' | \
+	while read -r commit version; do \
+	  if git rev-parse --quiet --verify "refs/tags/v$$version" >/dev/null; then echo "v$$version: already here"; \
+	  else git tag "v$$version" "$$commit" && echo "v$$version: tagged $$commit, the commit that released it"; fi; \
+	done
 
 # instructors: the graded editions, graded/NN_slug/ per chapter: student/NN_slug.ipynb to hand out and
 # autograder/NN_slug-autograder.zip for Gradescope or `otter run` (tools/graded_edition.py, otter-grader);
