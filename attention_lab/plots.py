@@ -533,7 +533,9 @@ def saturation_curves(scales: Sequence[float], largest: dict, gradient: dict,
     for ax, curves, ylabel in ((ax_w, largest, "largest weight"),
                                (ax_g, gradient, "gradient of the largest weight")):
         for (name, ys), color in zip(curves.items(), colors):
-            ax.plot(scales, ys, color=color, lw=1.8, label=name)
+            # torch's softmax rounds its last bit differently on AVX2 and AVX-512 CPUs; at 1e-4 (a
+            # twentieth of a pixel) every CPU draws the same picture, so `make outputs` is byte-stable
+            ax.plot(scales, np.round(np.asarray(ys, dtype=float), 4), color=color, lw=1.8, label=name)
         for s in marks:
             ax.axvline(s, color="0.45", ls=":", lw=1)
         ax.set_xlabel("scale s of the logits")

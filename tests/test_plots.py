@@ -2,6 +2,10 @@
 global side effects."""
 
 import io
+import os
+import platform
+import subprocess
+import sys
 
 import matplotlib
 
@@ -256,3 +260,44 @@ def test_distance_bars_draw_one_bar_per_distance_and_head(close_figures):
         "even", "trained", "untrained"]
     with pytest.raises(ValueError, match="at least one head"):
         plots.distance_bars({})
+
+
+# chapter 3's saturation curves, drawn from softmax values whose last bit depends on the CPU's vector unit
+SATURATION_PICTURE = """
+import hashlib, io, matplotlib
+matplotlib.use("Agg")
+import torch, torch.nn.functional as F
+from attention_lab import plots
+g = torch.Generator().manual_seed(1337)
+scales = [i / 4 for i in range(49)]
+rows = {"[1, 0] × s": torch.tensor([1.0, 0.0]), "8 random logits × s": torch.randn(8, generator=g)}
+largest, gradient = {n: [] for n in rows}, {n: [] for n in rows}
+for name, row in rows.items():
+    for s in scales:
+        z = (s * row).requires_grad_()
+        p = F.softmax(z, dim=-1)
+        top = p.argmax()
+        p[top].backward()
+        largest[name].append(p[top].item())
+        gradient[name].append(z.grad[top].item())
+buf = io.BytesIO()
+plots.saturation_curves(scales, largest, gradient, marks=[1, 8]).savefig(buf, format="png")
+print(torch.backends.cpu.get_cpu_capability(), hashlib.md5(repr((largest, gradient)).encode()).hexdigest(),
+      hashlib.md5(buf.getvalue()).hexdigest())
+"""
+
+
+@pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), reason="the CPU capabilities compared are x86's")
+def test_saturation_curves_draw_the_same_picture_on_every_cpu_capability():
+    # `make outputs` on an AVX-512 machine rewrote chapter 3's picture stored from an AVX2 one
+    runs = {}
+    for capability in ("default", "avx2", "avx512"):
+        env = {**os.environ, "ATEN_CPU_CAPABILITY": capability}
+        done = subprocess.run([sys.executable, "-c", SATURATION_PICTURE], capture_output=True, text=True, env=env,
+                              timeout=120)
+        assert done.returncode == 0, done.stderr[-2000:]
+        used, values, picture = done.stdout.split()
+        runs[used] = (values, picture)
+    assert len({values for values, _ in runs.values()}) > 1 or len(runs) == 1, \
+        "the softmax values no longer differ between CPU capabilities: this test proves nothing; drop it"
+    assert len({picture for _, picture in runs.values()}) == 1, f"pictures differ by CPU capability: {runs}"
