@@ -135,9 +135,9 @@ def git(repo: Path, *args: str) -> str:
                           env=env).stdout.strip()
 
 
-def clone_of_this_checkout(dest: Path) -> Path:
+def clone_of_this_checkout(dest: Path, *options: str) -> Path:
     """A clone whose one new commit is this working tree as it is now (tests run before the lead commits)."""
-    subprocess.run(["git", "clone", "--quiet", str(ROOT), str(dest)], check=True)
+    subprocess.run(["git", "clone", "--quiet", *options, str(ROOT), str(dest)], check=True)
     listed = subprocess.run(["git", "-C", str(ROOT), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
                             check=True, capture_output=True, text=True).stdout.split("\0")
     for name in filter(None, listed):
@@ -246,3 +246,33 @@ def test_release_in_a_clone_moves_everything_to_the_new_tag_and_the_bootstrap_ce
 
     # and the version, changelog, every bootstrap cell and the README's launch links all name the new tag
     assert_everything_names(repo, new)
+
+
+def first_grading_commands() -> list[str]:
+    """The commands of step 1 of "From your fork to grades" on the instructors' page, as printed there."""
+    page = (ROOT / "book" / "instructors.md").read_text()
+    step = page.split("### From your fork to grades", 1)[1]
+    block = re.search(r"```bash\n(.*?)```", step, re.S).group(1)
+    return [line.strip() for line in block.splitlines() if line.strip()]
+
+
+@pytest.mark.skipif(shutil.which("git") is None or shutil.which("make") is None, reason="needs git and make")
+def test_the_instructors_first_commands_reach_the_release_from_a_clone_without_tags(tmp_path):
+    # a clone of main as it lands carries no tags; the page's commands must still reach the release it names
+    commands = first_grading_commands()
+    ref = nbtool.release_ref()
+    assert commands == ["make release-tags", f"git switch --detach {ref}", "make graded"], commands
+    repo = clone_of_this_checkout(tmp_path / "clone", "--no-tags")
+    assert not git(repo, "tag", "--list"), "the clone was meant to have no tags"
+    released = git(repo, "log", "--format=%H", "-1", f"--grep=^Release {nbtool.version()}$")
+    assert released, f"no commit 'Release {nbtool.version()}' in the history: was the release made by make release?"
+    for command in commands[:-1]:  # `make graded` itself is tested by tests/test_graded_edition.py
+        done = subprocess.run(command.split(), cwd=repo, capture_output=True, text=True, timeout=120,
+                              env={**os.environ, **GIT_IDENTITY})
+        assert done.returncode == 0, f"{command}: {done.stdout}{done.stderr}"
+        if command.startswith("make"):
+            assert f"{ref}: tagged {released}" in done.stdout, done.stdout
+            again = subprocess.run(command.split(), cwd=repo, capture_output=True, text=True, timeout=120)
+            assert f"{ref}: already here" in again.stdout, "a second run must leave the tags as they are"
+    assert git(repo, "rev-parse", "HEAD") == released
+    assert versions(repo)["pyproject.toml"] == nbtool.version()
