@@ -268,7 +268,7 @@ def _plain(text: str) -> str:
 
 def _markdown_sources(path: Path) -> list[str]:
     if path.suffix == ".ipynb":
-        nb = nbformat.read(path, as_version=4)
+        nb = nbtool.read_notebook(path)
         return [c.source for c in nb.cells if c.cell_type == "markdown"]
     return [path.read_text(encoding="utf-8")]
 
@@ -1057,7 +1057,7 @@ def plain_notebook(nb, stem: str, book: Book, *, student: bool = False, name: st
 
 def launch_notebook(path: Path, book: Book | None = None):
     """The launch notebook of ``lessons/NN_slug.ipynb``."""
-    nb = nbformat.read(path, as_version=4)
+    nb = nbtool.read_notebook(path)
     return plain_notebook(nb, path.stem, book or load_book(), name=nbtool.shown(path))
 
 

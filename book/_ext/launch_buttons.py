@@ -28,7 +28,7 @@ logger = logging.getLogger(__name__)
 
 
 @functools.lru_cache(maxsize=1)
-def _tool():
+def course_tool():
     """tools/notebooks.py, loaded from its file once per build (the book's build has book/_ext on its
     path, not tools/)."""
     spec = importlib.util.spec_from_file_location("course_notebooks_tool", ROOT / "tools" / "notebooks.py")
@@ -42,7 +42,7 @@ def point_launch_buttons(app, pagename, templatename, context, doctree):
     source = ROOT / f"{pagename}.ipynb"
     if not pagename.startswith("lessons/") or not source.is_file():
         return
-    links = _tool().launch_links(source)
+    links = course_tool().launch_links(source)
     groups = [b for b in context.get("header_buttons", []) if b.get("label") == "launch-buttons"]
     found = set()
     for group in groups:
@@ -63,7 +63,7 @@ class LaunchLinks(SphinxDirective):
     has_content = False
 
     def run(self):
-        tool = _tool()
+        tool = course_tool()
         rows = ["| chapter | Binder (JupyterLab) | Colab |", "|---|---|---|"]
         for path in tool.notebooks():
             links = tool.launch_links(path)
