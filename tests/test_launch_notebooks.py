@@ -20,6 +20,7 @@ import launch_notebooks as ln
 import nbformat
 import pytest
 import student_edition
+from conftest import built_page
 from nbformat.v4 import new_markdown_cell
 
 import notebooks as nbtool
@@ -238,7 +239,8 @@ def test_a_solution_form_cell_keeps_what_later_cells_need_and_folds_what_prints(
 ])
 def test_a_solution_that_cannot_be_split_stops_the_conversion_naming_the_cell(book, source, later, words):
     with pytest.raises(ln.LaunchError) as info:
-        ln.plain_notebook(with_solution(source, later), FIXTURE.stem, book, name="lessons/99_every_myst_construct.ipynb")
+        ln.plain_notebook(with_solution(source, later), FIXTURE.stem, book,
+                          name="lessons/99_every_myst_construct.ipynb")
     assert str(info.value).startswith("lessons/99_every_myst_construct.ipynb: cell 10 (id 99-010): ")
     assert words in str(info.value)
 
@@ -310,7 +312,8 @@ def can_print(source: str) -> list[str]:
     for node in body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             continue
-        calls = {getattr(n.func, "id", getattr(n.func, "attr", None)) for n in ast.walk(node) if isinstance(n, ast.Call)}
+        calls = {getattr(n.func, "id", getattr(n.func, "attr", None))
+                 for n in ast.walk(node) if isinstance(n, ast.Call)}
         found += [f"line {node.lineno}: {name}()" for name in sorted(calls & {"print", "display"})]
         after = source.split("\n")[node.end_lineno - 1].encode()[node.end_col_offset :].decode()
         if isinstance(node, ast.Expr) and not (node is body[-1] and after.lstrip().startswith(";")):
@@ -372,6 +375,29 @@ def test_notebooks_follow_lessons(tmp_path, monkeypatch):
     found = ln.stale()
     assert len(found) == 3 and any("07_gone.ipynb (no chapter" in f for f in found)
     assert nbtool.main(["check"]) == 1
+
+
+# --- the hosted book's download button ------------------------------------------------------------------
+
+DOWNLOADS = re.compile(r'<div class="dropdown dropdown-download-buttons">(.*?)</ul>', re.S)
+
+
+@pytest.mark.parametrize("stem", CHAPTERS)
+def test_the_download_button_serves_the_launch_notebook(stem):
+    """The hosted chapter's Download ▸ .ipynb gives notebooks/NN_slug.ipynb, not the MyST source (launch_buttons)."""
+    page = built_page(f"lessons/{stem}.html")
+    html = page.read_text(encoding="utf-8")
+    menu = DOWNLOADS.search(html)
+    marker = page.parents[1] / ".solutions"
+    if marker.is_file() and marker.read_text().strip() == "hidden":  # no sources, no button to serve them
+        assert menu is None and not (page.parents[1] / "_sources").exists()
+        return
+    links = re.findall(r'href="([^"]+\.ipynb)"', menu.group(1)) if menu else []
+    assert links, f"{page}: no .ipynb link in the download menu"
+    for link in links:
+        served = (page.parent / link).resolve()
+        assert served.read_bytes() == (ROOT / "notebooks" / f"{stem}.ipynb").read_bytes(), \
+            f"{page}: the download button's {link} is not notebooks/{stem}.ipynb"
 
 
 # --- the local route and Binder --------------------------------------------------------------------
