@@ -339,7 +339,8 @@ def test_no_folded_solution_or_set_up_cell_can_print(edition, book):
 
 @pytest.mark.slow
 def test_run_all_shows_no_output_under_a_folded_cell():
-    """Chapter 6 (about 20 s), whose three solutions printed their answers before they were split."""
+    """Chapter 6 (20 to 35 s on the 2-core machine): its three solutions printed their answers before they
+    were split."""
     from nbclient import NotebookClient
 
     path = ROOT / "notebooks" / "06_trained_head.ipynb"

@@ -113,7 +113,8 @@ def _json_problem(text: str, exc: json.JSONDecodeError) -> str:
 
 def parse_notebook(text: str, name: str) -> nbformat.NotebookNode:
     """A notebook's text as a version-4 notebook; :class:`NotebookError` naming ``name`` if it is not one."""
-    fix = f"restore it with `git checkout -- {name}`" + (" or re-run `make outputs`" if "lessons/" in name else "")
+    fix = f"restore it with `git checkout -- {name}`" + (
+        " (then re-run `make outputs` if you had changed it)" if "lessons/" in name else "")
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
