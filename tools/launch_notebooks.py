@@ -982,7 +982,8 @@ def split_solution(cell, nb, index: int, where: str) -> tuple[str, str]:
             kept.append(chunk)
             continue
         bound = _python_names(chunk)[0]
-        read = set().union(*(_python_names(ast.unparse(other))[1] for other in body[n + 1 :]))
+        read = set().union(*(_python_names(ast.unparse(other))[1]
+                             for other, goes in zip(body[n + 1 :], moved[n + 1 :]) if not goes))
         needed = bound & (read | (bound if later is None else later))
         if needed:
             raise LaunchError(f"{where}: line {node.lineno} prints and binds {', '.join(sorted(needed))}, which "
@@ -1041,7 +1042,8 @@ def plain_notebook(nb, stem: str, book: Book, *, student: bool = False, name: st
                     items.append(("text", (_demonstration_markdown(cell), cell_id, {}), solution_label))
                     continue
                 silent, shown = split_solution(cell, nb, index, conv.where)
-                items.append(("form", (silent, cell_id, meta), solution_label))
+                if silent.strip():
+                    items.append(("form", (silent, cell_id, meta), solution_label))
                 if shown:
                     items.append(("text", (_demonstration_markdown(cell, shown), f"{cell_id}-shown", meta),
                                   solution_label))
