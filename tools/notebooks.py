@@ -7,6 +7,8 @@
 
 `make outputs` runs `execute` on every chapter. Outputs are stored with widget state (so the static
 book can show the explorers) and with metadata that does not depend on the machine or the clock.
+Every tool (and the book's build) reads a notebook with :func:`read_notebook`, so a malformed file stops
+any of them with one line naming it.
 """
 
 from __future__ import annotations
