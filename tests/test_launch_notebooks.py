@@ -9,6 +9,7 @@ which holds every MyST construct the chapters use; a test fails as soon as a cha
 
 from __future__ import annotations
 
+import ast
 import collections
 import copy
 import re
@@ -19,6 +20,7 @@ import launch_notebooks as ln
 import nbformat
 import pytest
 import student_edition
+from conftest import built_page
 from nbformat.v4 import new_markdown_cell
 
 import notebooks as nbtool
@@ -191,6 +193,59 @@ def test_stub_shows_then_the_check_then_the_folded_solution(converted):
     assert not any("Only the book shows this cell" in c.source for c in cells), "a removed markdown cell stays out"
 
 
+DEF = "def f(x):\n    return x + 1\n\n\n"  # a solution that defines: a form cell, not a demonstration
+SPLIT = [
+    # (solution source after DEF, later cell, what the form cell runs after DEF, what folds in <details>)
+    ("y = f(2)\nprint(y)", "", "y = f(2)", "print(y)"),
+    ("for n in range(2):\n    print(n)\nprint(n)", "", "", "for n in range(2):\n    print(n)\nprint(n)"),
+    ("def show(x):\n    print(x)\n\n\nfor n in range(2):\n    show(n)\ny = 3\ny",
+     "", "def show(x):\n    print(x)\n\n\nfor n in range(2):\n    show(n)\ny = 3", "y"),
+    ("y = 3\nfor n in range(2):\n    display([n for n in [y]])", "print(y)", "y = 3",
+     "for n in range(2):\n    display([n for n in [y]])"),
+    ("import torch\ntorch.manual_seed(0)", "", "import torch\ntorch.manual_seed(0);", None),
+    ("y = 3  # three\ny.bit_length()  # calls", "", "y = 3  # three\ny.bit_length();  # calls", None),
+]
+
+
+def with_solution(source: str, later: str):
+    """The fixture with Exercise 99.1's solution cell holding DEF and ``source``, and ``later`` at the end."""
+    nb = fixture()
+    cell = next(c for c in nb.cells if c.get("id") == "99-010")
+    cell.source, cell.outputs = DEF + source, [nbformat.v4.new_output("stream", name="stdout", text="0\n1\n")]
+    nb.cells.append(nbformat.v4.new_code_cell(later))
+    return nb
+
+
+@pytest.mark.parametrize("source, later, form, folded", SPLIT)
+def test_a_solution_form_cell_keeps_what_later_cells_need_and_folds_what_prints(book, source, later, form, folded):
+    """Run all runs a solution's form cell, whose outputs Colab and JupyterLab show: it must print nothing."""
+    nb = with_solution(source, later)
+    converted = ln.plain_notebook(nb, FIXTURE.stem, book)
+    cells = {c.get("id"): c for c in converted.cells}
+    assert cells["99-010"].source == f"#@title Solution to Exercise 99.1\n{DEF}{form}".rstrip()
+    assert ln.open_solutions(converted, nb) == []
+    shown = cells.get("99-010-shown")
+    if folded is None:
+        assert shown is None
+        return
+    assert shown.source.startswith("<details>\n<summary>Solution to Exercise 99.1 (continued)</summary>")
+    assert f"```python\n{folded}\n```\n\nIt prints:\n\n```\n0\n1\n```" in shown.source
+
+
+@pytest.mark.parametrize("source, later, words", [
+    ("for n in range(2):\n    print(n)", "print(n)", "line 5 prints and binds n, which later code reads"),
+    ("for n in range(2):\n    print(n)\nm = n", "", "line 5 prints and binds n, which later code reads"),
+    ("y = 1; print(y)", "", "line 5 holds a statement that prints and one that does not"),
+    ("%time y = 1", "", "a solution that is not plain Python"),
+])
+def test_a_solution_that_cannot_be_split_stops_the_conversion_naming_the_cell(book, source, later, words):
+    with pytest.raises(ln.LaunchError) as info:
+        ln.plain_notebook(with_solution(source, later), FIXTURE.stem, book,
+                          name="lessons/99_every_myst_construct.ipynb")
+    assert str(info.value).startswith("lessons/99_every_myst_construct.ipynb: cell 10 (id 99-010): ")
+    assert words in str(info.value)
+
+
 @pytest.mark.parametrize("source, words", [
     ("A {foo}`bar` role.", "the MyST role {foo} has no plain-Markdown form"),
     ("```{tab-set}\nx\n```", "the MyST directive {tab-set} has no plain-Markdown form"),
@@ -250,6 +305,54 @@ def test_the_student_edition_holds_no_raw_myst_and_no_solution(stem, book):
     assert stubs and all(c.source.startswith("# Exercise ") for c in stubs)
 
 
+def can_print(source: str) -> list[str]:
+    """What in a form cell's source could print or display when it runs (IPython shows a cell's last
+    expression unless a ``;`` ends it): independent of the converter's own analysis."""
+    body = ast.parse(source).body
+    found = []
+    for node in body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        calls = {getattr(n.func, "id", getattr(n.func, "attr", None))
+                 for n in ast.walk(node) if isinstance(n, ast.Call)}
+        found += [f"line {node.lineno}: {name}()" for name in sorted(calls & {"print", "display"})]
+        after = source.split("\n")[node.end_lineno - 1].encode()[node.end_col_offset :].decode()
+        if isinstance(node, ast.Expr) and not (node is body[-1] and after.lstrip().startswith(";")):
+            found.append(f"line {node.lineno}: a bare expression")
+    return found
+
+
+@pytest.mark.parametrize("edition", ["launch", "student"])
+def test_no_folded_solution_or_set_up_cell_can_print(edition, book):
+    hidden = []
+    for stem in CHAPTERS:
+        nb = (nbformat.read(ROOT / "notebooks" / f"{stem}.ipynb", as_version=4) if edition == "launch" else
+              student_edition.student_notebook(lesson(stem), stem, f"lessons/{stem}.ipynb", book))
+        hidden += [(stem, c) for c in nb.cells if c.get("metadata", {}).get("jupyter", {}).get("source_hidden")]
+    printing = {f"{stem} {c.get('id')}": can_print(c.source) for stem, c in hidden if can_print(c.source)}
+    assert printing == {}, f"folded cells that print after Run all: {printing}"
+    solutions = sum(c.source.startswith("#@title Solution") for _, c in hidden)
+    code = sum(ln.SOLUTION in c.metadata.get("tags", []) and c.cell_type == "code" for s in CHAPTERS
+               for c in lesson(s).cells) - sum(len(ln.demonstrations(lesson(s))) for s in CHAPTERS)
+    assert solutions == (0 if edition == "student" else code), "a folded solution is missing, or one is left in"
+    assert len(hidden) >= len(CHAPTERS), "every chapter has its folded bootstrap cell"
+
+
+@pytest.mark.slow
+def test_run_all_shows_no_output_under_a_folded_cell():
+    """Chapter 6 (20 to 35 s on the 2-core machine): its three solutions printed their answers before they
+    were split."""
+    from nbclient import NotebookClient
+
+    path = ROOT / "notebooks" / "06_trained_head.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}).execute()
+    hidden = [c for c in nb.cells if c.cell_type == "code" and c.metadata.get("jupyter", {}).get("source_hidden")]
+    assert len(hidden) == 4
+    shown = {c.get("id"): c.outputs for c in hidden if c.outputs}
+    assert shown == {}, f"folded cells showed outputs after Run all: {shown}"
+
+
 @pytest.mark.parametrize("stem", CHAPTERS)
 def test_exercise_headings_follow_the_books_numbering(stem):
     nb = nbformat.read(ROOT / "notebooks" / f"{stem}.ipynb", as_version=4)
@@ -274,6 +377,29 @@ def test_notebooks_follow_lessons(tmp_path, monkeypatch):
     found = ln.stale()
     assert len(found) == 3 and any("07_gone.ipynb (no chapter" in f for f in found)
     assert nbtool.main(["check"]) == 1
+
+
+# --- the hosted book's download button ------------------------------------------------------------------
+
+DOWNLOADS = re.compile(r'<div class="dropdown dropdown-download-buttons">(.*?)</ul>', re.S)
+
+
+@pytest.mark.parametrize("stem", CHAPTERS)
+def test_the_download_button_serves_the_launch_notebook(stem):
+    """The hosted chapter's Download ▸ .ipynb gives notebooks/NN_slug.ipynb, not the MyST source (launch_buttons)."""
+    page = built_page(f"lessons/{stem}.html")
+    html = page.read_text(encoding="utf-8")
+    menu = DOWNLOADS.search(html)
+    marker = page.parents[1] / ".solutions"
+    if marker.is_file() and marker.read_text().strip() == "hidden":  # no sources, no button to serve them
+        assert menu is None and not (page.parents[1] / "_sources").exists()
+        return
+    links = re.findall(r'href="([^"]+\.ipynb)"', menu.group(1)) if menu else []
+    assert links, f"{page}: no .ipynb link in the download menu"
+    for link in links:
+        served = (page.parent / link).resolve()
+        assert served.read_bytes() == (ROOT / "notebooks" / f"{stem}.ipynb").read_bytes(), \
+            f"{page}: the download button's {link} is not notebooks/{stem}.ipynb"
 
 
 # --- the local route and Binder --------------------------------------------------------------------

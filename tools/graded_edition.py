@@ -382,7 +382,7 @@ def build(paths: list[Path], out: Path = OUT, *, run_tests: bool = True, book=No
     masters, errors = [], []
     for path in paths:
         try:
-            lesson = nbformat.read(path, as_version=4)
+            lesson = nbtool.read_notebook(path)
             masters.append((path.stem, *master_notebook(lesson, path.stem, book, nbtool.shown(path))))
         except (GradedEditionError, launch_notebooks.LaunchError) as exc:
             errors.append(str(exc))

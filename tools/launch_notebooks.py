@@ -20,7 +20,10 @@ the README's table, `jupyter lab notebooks/`) are generated from the chapters an
   all" still runs it and later cells work; it moves after the exercise's check, so the check grades
   the learner's answer and not the solution. Text answers go inside `<details>`, and so does a code cell
   that only demonstrates (it defines nothing and changes nothing a later cell reads), with the output
-  the book shows: run, it would print its answer under its folded title (:func:`demonstrations`);
+  the book shows: run, it would print its answer under its folded title (:func:`demonstrations`). A
+  form cell prints nothing (Colab shows a form's outputs, JupyterLab a folded cell's): the statements
+  of a solution that print or display go inside `<details>` too, with the output the book shows, and
+  the form keeps the rest, all that later cells need (:func:`split_solution`);
 - the bootstrap cell stays (Colab needs it), folded under a title that says what it does;
 - outputs, execution counts and widget state are dropped: the learner runs the notebook, and the
   stored outputs live in lessons/ and the hosted book. (JupyterLab 4 shows a stored explorer, before its
@@ -268,7 +271,7 @@ def _plain(text: str) -> str:
 
 def _markdown_sources(path: Path) -> list[str]:
     if path.suffix == ".ipynb":
-        nb = nbformat.read(path, as_version=4)
+        nb = nbtool.read_notebook(path)
         return [c.source for c in nb.cells if c.cell_type == "markdown"]
     return [path.read_text(encoding="utf-8")]
 
@@ -740,6 +743,21 @@ def solution_parts(lesson) -> list[tuple[str, str]]:
     return parts
 
 
+def _rest_of(body: str, source: str) -> list[str] | None:
+    """The non-blank lines of ``body`` left out of ``source``, if ``source`` is ``body`` with lines left out
+    (and ``;`` added, :func:`_quiet`); else None."""
+    if not source:
+        return None
+    wanted = iter(line.replace(";", "") for line in source.split("\n"))
+    want, rest = next(wanted), []
+    for line in body.split("\n"):
+        if want is not None and line.replace(";", "") == want:
+            want = next(wanted, None)
+        elif line.strip():
+            rest.append(line)
+    return rest if want is None else None
+
+
 def open_solutions(nb, lesson, *, student: bool = False) -> list[str]:
     """Solutions of ``lesson`` that a reader of ``nb`` sees without asking; in a student edition, any trace.
 
@@ -767,7 +785,9 @@ def open_solutions(nb, lesson, *, student: bool = False) -> list[str]:
                 source = cell.source
                 if source.startswith("#@title"):
                     source = source.split("\n", 1)[1] if "\n" in source else ""
-                if source.strip() != body:
+                rest = _rest_of(body, source.strip())
+                # the cell holds the solution, or its silent part while what prints is folded in <details>
+                if rest is None or any(line not in folded_text for line in rest):
                     continue
                 hidden = (cell.metadata.get("cellView") == "form"
                           and cell.metadata.get("jupyter", {}).get("source_hidden") is True
@@ -839,7 +859,12 @@ def _python_names(source: str):
     except SyntaxError:
         return None
     bound, loaded, defines = set(), set(), False
+    # a comprehension's variables live in its own scope: `[x for x in row]` binds no x for later cells
+    local = {id(name) for node in ast.walk(tree) if isinstance(node, ast.comprehension)
+             for name in ast.walk(node.target)}
     for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and id(node) in local:
+            continue
         if isinstance(node, ast.Name):
             (loaded if isinstance(node.ctx, ast.Load) else bound).add(node.id)
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -879,6 +904,19 @@ def _text_outputs(cell) -> str | None:
     return "".join(parts)
 
 
+def _read_after(nb, index: int, *, solutions: bool) -> set[str] | None:
+    """The names the code cells after ``index`` read (with ``solutions``, solution cells too); None when one is
+    not plain Python, so it may read anything."""
+    read = set()
+    for other in nb.cells[index + 1 :]:
+        if other.cell_type == "code" and (solutions or SOLUTION not in other.metadata.get("tags", [])):
+            names = _python_names(other.source)
+            if names is None:
+                return None
+            read |= names[1]
+    return read
+
+
 def demonstrations(nb) -> set[int]:
     """Solution code cells that only demonstrate: define no function or class, change nothing a later cell
     reads, and print text only. Running one would print its answer under its folded title (JupyterLab shows
@@ -891,21 +929,86 @@ def demonstrations(nb) -> set[int]:
         names = _python_names(cell.source)
         if names is None or names[2] or _text_outputs(cell) is None:
             continue
-        later = set()
-        for other in nb.cells[i + 1 :]:
-            if other.cell_type == "code" and SOLUTION not in other.metadata.get("tags", []):
-                read = _python_names(other.source)
-                if read is None:  # not plain Python: assume it reads everything
-                    later = names[0]
-                    break
-                later |= read[1]
-        if not names[0] & later:
+        later = _read_after(nb, i, solutions=False)
+        if not names[0] & (names[0] if later is None else later):
             found.add(i)
     return found
 
 
-def _demonstration_markdown(cell) -> str:
-    text = [fenced(cell.source, "python")]
+DISPLAY_CALLS = {"print", "display"}
+
+
+def _displays(node: ast.AST) -> bool:
+    """A statement that prints or displays when it runs: it calls print() or display() outside a definition."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+        return False
+    if isinstance(node, ast.Call):
+        func = node.func
+        if (func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)) in DISPLAY_CALLS:
+            return True
+    return any(_displays(child) for child in ast.iter_child_nodes(node))
+
+
+def _silent_last(node: ast.AST) -> bool:
+    """A last expression that can move out of a form cell: one that shows a value and calls nothing."""
+    return isinstance(node, ast.Expr) and not any(isinstance(n, ast.Call) for n in ast.walk(node))
+
+
+def split_solution(cell, nb, index: int, where: str) -> tuple[str, str]:
+    """A solution code cell as (what its form cell runs, what only shows), so that the form prints nothing.
+
+    The top-level statements that print or display (a call of print() or display(), or a last expression
+    that calls nothing) go to the shown part, which :func:`_demonstration_markdown` folds with the output the
+    book stores; everything else stays, in order, and a last expression that stays ends with ``;``, so
+    IPython does not display it. A shown statement may bind no name that a later statement or cell reads:
+    the form cell must still run alone and set all that the rest of the notebook needs.
+    """
+    try:
+        body = ast.parse(cell.source).body
+    except SyntaxError:
+        raise LaunchError(f"{where}: a solution that is not plain Python (a magic?): the conversion cannot tell "
+                          "what it prints, and its folded form cell must print nothing; write it in Python") from None
+    lines = cell.source.split("\n")
+    moved = [_displays(node) or (node is body[-1] and _silent_last(node)) for node in body]
+    later = _read_after(nb, index, solutions=True) if any(moved) else set()
+    kept, shown, start = [], [], 0
+    for n, node in enumerate(body):
+        if n + 1 < len(body) and body[n + 1].lineno == node.end_lineno and moved[n + 1] != moved[n]:
+            raise LaunchError(f"{where}: line {node.end_lineno} holds a statement that prints and one that does "
+                              "not: put each on a line of its own")
+        chunk = "\n".join(lines[start : node.end_lineno])  # the statement and the comments above it
+        start = node.end_lineno
+        if not moved[n]:
+            kept.append(chunk)
+            continue
+        bound = _python_names(chunk)[0]
+        read = set().union(*(_python_names(ast.unparse(other))[1]
+                             for other, goes in zip(body[n + 1 :], moved[n + 1 :]) if not goes))
+        needed = bound & (read | (bound if later is None else later))
+        if needed:
+            raise LaunchError(f"{where}: line {node.lineno} prints and binds {', '.join(sorted(needed))}, which "
+                              "later code reads: bind it in a statement of its own, then print")
+        shown.append(chunk.strip("\n"))
+    kept.append("\n".join(lines[start:]))
+    return _quiet("\n".join(kept).rstrip()), "\n".join(shown)
+
+
+def _quiet(source: str) -> str:
+    """``source`` with a ``;`` after its last statement if that is an expression, which IPython then does not
+    display."""
+    body = ast.parse(source).body if source.strip() else []
+    if not body or not isinstance(body[-1], ast.Expr):
+        return source
+    lines = source.split("\n")
+    last = body[-1]
+    line = lines[last.end_lineno - 1].encode()
+    lines[last.end_lineno - 1] = (line[: last.end_col_offset] + b";" + line[last.end_col_offset :]).decode()
+    return "\n".join(lines)
+
+
+def _demonstration_markdown(cell, source: str | None = None) -> str:
+    """A demonstration (or the shown part of a solution, ``source``) as code, and the text the book stores."""
+    text = [fenced(cell.source if source is None else source, "python")]
     printed = (_text_outputs(cell) or "").rstrip("\n")
     if printed:
         text += ["", "It prints:", "", fenced(printed, "")]
@@ -937,8 +1040,13 @@ def plain_notebook(nb, stem: str, book: Book, *, student: bool = False, name: st
                 conv.solution_number(solution_label)
                 if index in demos:
                     items.append(("text", (_demonstration_markdown(cell), cell_id, {}), solution_label))
-                else:
-                    items.append(("form", (cell.source, cell_id, meta), solution_label))
+                    continue
+                silent, shown = split_solution(cell, nb, index, conv.where)
+                if silent.strip():
+                    items.append(("form", (silent, cell_id, meta), solution_label))
+                if shown:
+                    items.append(("text", (_demonstration_markdown(cell, shown), f"{cell_id}-shown", meta),
+                                  solution_label))
                 continue
             if BOOTSTRAP in tags:
                 new = _form(cell.source, BOOTSTRAP_TITLE, meta)
@@ -1057,7 +1165,7 @@ def plain_notebook(nb, stem: str, book: Book, *, student: bool = False, name: st
 
 def launch_notebook(path: Path, book: Book | None = None):
     """The launch notebook of ``lessons/NN_slug.ipynb``."""
-    nb = nbformat.read(path, as_version=4)
+    nb = nbtool.read_notebook(path)
     return plain_notebook(nb, path.stem, book or load_book(), name=nbtool.shown(path))
 
 

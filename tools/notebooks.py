@@ -7,6 +7,8 @@
 
 `make outputs` runs `execute` on every chapter. Outputs are stored with widget state (so the static
 book can show the explorers) and with metadata that does not depend on the machine or the clock.
+Every tool (and the book's build) reads a notebook with :func:`read_notebook`, so a malformed file stops
+any of them with one line naming it.
 """
 
 from __future__ import annotations
@@ -98,6 +100,48 @@ def launch_links(path: Path) -> dict[str, str]:
     }
 
 
+class NotebookError(SystemExit):
+    """A file that is not a readable notebook. A SystemExit whose message is one line naming the file, the
+    problem and the fix: every tool's command line (and a tool run from another, as `check` runs
+    launch_notebooks) prints that line and exits 1, with no traceback and no handler of its own."""
+
+
+def _json_problem(text: str, exc: json.JSONDecodeError) -> str:
+    if exc.msg.startswith("Unterminated") or exc.pos >= len(text.rstrip()):
+        lines = text.rstrip().split("\n")
+        return f"JSON ends early at line {len(lines)}, column {len(lines[-1]) + 1}"
+    return f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
+
+
+def parse_notebook(text: str, name: str) -> nbformat.NotebookNode:
+    """A notebook's text as a version-4 notebook; :class:`NotebookError` naming ``name`` if it is not one."""
+    fix = f"restore it with `git checkout -- {name}`" + (
+        " (then re-run `make outputs` if you had changed it)" if "lessons/" in name else "")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise NotebookError(f"{name}: not a valid notebook ({_json_problem(text, exc)}): {fix}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("cells"), list) or "nbformat" not in data:
+        raise NotebookError(f"{name}: not a notebook (JSON without `cells` and `nbformat`): {fix}")
+    try:
+        nb = nbformat.reads(text, as_version=4)
+        nbformat.validate(nb)
+    except Exception as exc:  # nbformat's conversions raise anything from KeyError to ValidationError
+        problem = " ".join(str(getattr(exc, "message", exc)).split())[:200]
+        raise NotebookError(f"{name}: not a valid notebook ({problem}): {fix}") from None
+    return nb
+
+
+def read_notebook(path: Path) -> nbformat.NotebookNode:
+    """The one way the tools read a notebook: a malformed file stops with one line naming it
+    (:class:`NotebookError`), never with nbformat's traceback."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise NotebookError(f"{shown(Path(path))}: cannot be read ({exc.__class__.__name__}: {exc})") from None
+    return parse_notebook(text, shown(Path(path)))
+
+
 def title(nb: nbformat.NotebookNode) -> str:
     for cell in nb.cells:
         if cell.cell_type == "markdown":
@@ -116,7 +160,7 @@ def readme_table(paths: list[Path]) -> str:
     rows = [README_START, "", "| chapter | read | run |", "|---|---|---|"]
     for path in paths:
         links = launch_links(path)
-        name = title(nbformat.read(path, as_version=4))
+        name = title(read_notebook(path))
         rows.append(f"| {name} | [hosted page]({links['page']}) "
                     f"| [Binder]({links['binder']}) · [Colab]({links['colab']}) |")
     rows += ["", (f"Hosted book: {pages_url(url)}/ · repository: {url} · Binder and Colab open the chapter's "
@@ -257,7 +301,7 @@ def execute(path: Path) -> None:
 
     # the kernel inherits it: explorers pre-render their static grids for the book (attention_lab.explorers)
     os.environ["ATTENTION_LAB_STATIC"] = "1"
-    nb = nbformat.read(path, as_version=4)
+    nb = read_notebook(path)
     sync(nb)
     for cell in nb.cells:
         if cell.cell_type == "code":
@@ -295,7 +339,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"executing {path.relative_to(ROOT)}", flush=True)
             execute(path)
             continue
-        nb = nbformat.read(path, as_version=4)
+        nb = read_notebook(path)
         changed = sync(nb)
         if args.command == "sync":
             if changed:

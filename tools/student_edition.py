@@ -238,7 +238,7 @@ def build(paths: list[Path], out: Path, book=None) -> list[Path]:
     editions, errors = [], []
     for path in paths:
         try:
-            nb = nbformat.read(path, as_version=4)
+            nb = nbtool.read_notebook(path)
             # the exercise pattern first, for every chapter, before anything is converted or written
             editions.append((path, make_student_notebook(nb, name=nbtool.shown(path))))
         except StudentEditionError as exc:

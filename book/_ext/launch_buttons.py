@@ -8,6 +8,12 @@ Colab buttons on every chapter page, after the theme made them, with the address
 ``launch_links`` in tools/notebooks.py, the function the README's chapter table is written from, so the
 buttons, the README and the ``{launch-links}`` table below can never disagree.
 
+The download menu's ``.ipynb`` serves the launch notebook too: the theme links it to the page's copied
+source, ``_sources/lessons/NN_slug.ipynb`` (``pagename`` + ``page_source_suffix``), the MyST chapter with
+its solutions open; at the end of the build :func:`serve_launch_notebooks` writes
+``notebooks/NN_slug.ipynb`` over that copy. A build without solutions (book/_ext/hide_solutions.py) copies
+no sources and has no download button, so there is nothing to replace.
+
 ``{launch-links}`` (a directive with no argument) writes a table with a row per chapter: the chapter, its
 Binder link and its Colab link. The instructors' page uses it.
 """
@@ -16,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import shutil
 from pathlib import Path
 
 from docutils import nodes
@@ -28,7 +35,7 @@ logger = logging.getLogger(__name__)
 
 
 @functools.lru_cache(maxsize=1)
-def _tool():
+def course_tool():
     """tools/notebooks.py, loaded from its file once per build (the book's build has book/_ext on its
     path, not tools/)."""
     spec = importlib.util.spec_from_file_location("course_notebooks_tool", ROOT / "tools" / "notebooks.py")
@@ -42,7 +49,7 @@ def point_launch_buttons(app, pagename, templatename, context, doctree):
     source = ROOT / f"{pagename}.ipynb"
     if not pagename.startswith("lessons/") or not source.is_file():
         return
-    links = _tool().launch_links(source)
+    links = course_tool().launch_links(source)
     groups = [b for b in context.get("header_buttons", []) if b.get("label") == "launch-buttons"]
     found = set()
     for group in groups:
@@ -57,13 +64,30 @@ def point_launch_buttons(app, pagename, templatename, context, doctree):
                        f"notebooks/{source.name}; check `launch_buttons` in _config.yml", location=pagename)
 
 
+def serve_launch_notebooks(app, exception) -> None:
+    """``build-finished``: each chapter's copied source, which the download button serves, becomes its
+    launch notebook."""
+    if exception is not None or app.builder.format != "html" or not app.config.html_copy_source:
+        return
+    for path in course_tool().notebooks():
+        copied = Path(app.outdir) / "_sources" / "lessons" / path.name
+        launch = ROOT / "notebooks" / path.name
+        if not copied.is_file():
+            continue
+        if not launch.is_file():
+            logger.warning(f"notebooks/{path.name} is missing: the download button of lessons/{path.stem} would "
+                           "serve the MyST chapter; run `make launch` and commit notebooks/")
+            continue
+        shutil.copyfile(launch, copied)
+
+
 class LaunchLinks(SphinxDirective):
     """``{launch-links}``: a table of every chapter with its Binder and Colab links."""
 
     has_content = False
 
     def run(self):
-        tool = _tool()
+        tool = course_tool()
         rows = ["| chapter | Binder (JupyterLab) | Colab |", "|---|---|---|"]
         for path in tool.notebooks():
             links = tool.launch_links(path)
@@ -76,5 +100,6 @@ class LaunchLinks(SphinxDirective):
 
 def setup(app):
     app.connect("html-page-context", point_launch_buttons, priority=502)
+    app.connect("build-finished", serve_launch_notebooks)
     app.add_directive("launch-links", LaunchLinks)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

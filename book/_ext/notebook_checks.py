@@ -1,0 +1,116 @@
+"""Stop the build when a notebook page would publish broken code, a stored error or a malformed file.
+
+The book publishes the outputs committed in its notebooks without running them (``execute_notebooks:
+"off"``), so a code cell that lost a colon, or a stored ``NameError`` traceback, would go out as it is,
+and a notebook cut in half would stop the build with nbformat's traceback, naming no file. Before the
+pages are read, every notebook page of the book is checked, and each problem is one error line naming
+the file, the cell (index, id, first line), the problem and the fix:
+
+- a code cell whose source does not parse as Python (IPython magics such as ``%timeit`` and ``!pip``
+  are transformed first, as IPython does, so they pass);
+- a stored output of type ``error``;
+- a file that is not a readable notebook (tools/notebooks.py ``parse_notebook``, the reader every tool
+  uses): its page is then read as a one-cell placeholder, so the build goes on to report every problem
+  instead of stopping at nbformat's traceback.
+
+A cell tagged ``raises-exception`` is the lesson showing an error on purpose: it passes both checks.
+Nothing is executed (re-running the chapters and comparing outputs is nbval's job).
+
+Why here, and not in ``tools/notebooks.py check``: this extension runs in every build of the book, so
+``make book``, ``make book-without-solutions``, the deploy workflow (which runs ``make book``) and a bare
+``jupyter-book build .`` all stop; and it reads the files on disk at every build, not only the pages
+Sphinx re-reads, so an incremental build that re-reads nothing still fails. With ``-W`` the errors fail
+the build as any warning does; without it, the build still exits 1 (``build-finished``).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import nbformat
+from sphinx.util import logging
+
+from launch_buttons import course_tool
+
+logger = logging.getLogger(__name__)
+RAISES = "raises-exception"
+
+
+def syntax_error(source: str) -> str | None:
+    """Why a code cell's source does not parse as IPython reads it; None if it parses."""
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    try:
+        ast.parse(TransformerManager().transform_cell(source))
+    except SyntaxError as exc:
+        return f"line {exc.lineno}: {exc.msg}"
+    return None
+
+
+def broken_cells(nb, name: str) -> list[str]:
+    """One line per code cell of ``nb`` that does not parse or stores an error, unless tagged raises-exception."""
+    problems = []
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type != "code" or RAISES in cell.metadata.get("tags", []):
+            continue
+        first = next((line.strip() for line in cell.source.split("\n") if line.strip()), "")
+        where = f"{name}: cell {index} (id {cell.get('id', '?')}, `{first[:60].rstrip()}`)"
+        error = syntax_error(cell.source)
+        if error:
+            problems.append(f"{where}: not valid Python ({error}): fix the code, then re-run `make outputs` "
+                            f"(or tag the cell `{RAISES}` if the error is the lesson)")
+        for out in cell.get("outputs", []):
+            if out.get("output_type") == "error":
+                problems.append(f"{where}: stores an error output ({out.get('ename')}: {out.get('evalue')}): "
+                                f"fix the cell and re-run `make outputs` (or tag it `{RAISES}` if the error "
+                                "is the lesson)")
+    return problems
+
+
+def problems(path: Path) -> list[str]:
+    """Every problem of one notebook file, as error lines; none for a sound one."""
+    tool = course_tool()
+    try:
+        nb = tool.read_notebook(path)
+    except tool.NotebookError as exc:
+        return [str(exc)]
+    return broken_cells(nb, tool.shown(path))
+
+
+def check_notebooks(app, env, docnames) -> None:
+    """``env-before-read-docs``, at every build: report the problems of every notebook page of the book."""
+    found = []
+    for docname in sorted(env.found_docs):
+        path = Path(env.doc2path(docname))
+        if path.suffix == ".ipynb":
+            found += problems(path)
+    for line in found:
+        logger.error(line)
+    app.course_notebook_problems = len(found)
+
+
+def placeholder_for_malformed(app, docname, source) -> None:
+    """``source-read``: a notebook that cannot be read becomes a one-cell page (its error is already reported)."""
+    path = Path(app.env.doc2path(docname))
+    tool = course_tool()
+    if path.suffix != ".ipynb":
+        return
+    try:
+        tool.parse_notebook(source[0], tool.shown(path))
+    except tool.NotebookError as exc:
+        cell = nbformat.v4.new_markdown_cell(f"# {path.stem}\n\nThis notebook cannot be read: {exc}")
+        source[0] = nbformat.writes(nbformat.v4.new_notebook(cells=[cell]))
+
+
+def fail_on_problems(app, exception) -> None:
+    """``build-finished``: exit 1 when a notebook had a problem, with or without ``-W``."""
+    if exception is None and getattr(app, "course_notebook_problems", 0):
+        app.statuscode = 1
+
+
+def setup(app):
+    app.connect("env-before-read-docs", check_notebooks)
+    app.connect("source-read", placeholder_for_malformed)
+    app.connect("build-finished", fail_on_problems)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
