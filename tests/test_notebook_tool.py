@@ -2,6 +2,7 @@
 
 import hashlib
 import json
+import os
 
 import nbformat
 import notebooks as nbtool
@@ -21,7 +22,9 @@ def widget_notebook():
 def test_executing_twice_writes_identical_bytes_with_derived_widget_ids(tmp_path):
     path = tmp_path / "09_test.ipynb"
     nbformat.write(widget_notebook(), path)
+    before = dict(os.environ)
     nbtool.execute(path)
+    assert dict(os.environ) == before, "executing a chapter changed the calling process's environment"
     first = path.read_bytes()
     nbtool.execute(path)
     assert path.read_bytes() == first, "re-executing an unchanged notebook changed its file"

@@ -299,8 +299,6 @@ def merge_streams(outputs: list) -> list:
 def execute(path: Path) -> None:
     from nbclient import NotebookClient
 
-    # the kernel inherits it: explorers pre-render their static grids for the book (attention_lab.explorers)
-    os.environ["ATTENTION_LAB_STATIC"] = "1"
     nb = read_notebook(path)
     sync(nb)
     for cell in nb.cells:
@@ -315,7 +313,9 @@ def execute(path: Path) -> None:
         store_widget_state=True,
         record_timing=False,
     )
-    client.execute()
+    # only the kernel's environment says so: explorers pre-render their static grids for the book
+    # (attention_lab.explorers); the calling process, a test worker perhaps, keeps its own environment
+    client.execute(env={**os.environ, "ATTENTION_LAB_STATIC": "1"})
     normalize(nb, path.stem)
     nbformat.validate(nb)
     nbformat.write(nb, path)

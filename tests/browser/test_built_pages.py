@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import html
 import re
 
 import nbformat
@@ -92,3 +93,15 @@ def test_every_page_states_the_licences_in_its_footer(rel):
     hrefs = {a.get_text(strip=True): a["href"] for a in footer.select("a[rel=license]")}
     assert hrefs == {"CC BY 4.0": "https://creativecommons.org/licenses/by/4.0/",
                      "MIT": "https://opensource.org/license/mit"}
+
+
+# a count and its noun, as the explorers' alt texts and captions write them ("over the 1 characters 'g'")
+COUNTED = re.compile(r"(?<![\d.,])(1|one) (characters|positions|rows|keys|queries|tokens|lines|bits)\b")
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_alt_texts_and_captions_count_in_good_english(path):
+    # the whole page source: pictures drawn in advance carry their alt text inside the saved widget state
+    text = html.unescape(built_page(f"lessons/{path.stem}.html").read_text(encoding="utf-8"))
+    wrong = sorted({m.group(0) for m in COUNTED.finditer(text)})
+    assert wrong == [], f"{path.stem}: a plural after one: {wrong}"
