@@ -29,8 +29,10 @@ redraws only what changes and returns the picture at twice its displayed pixels.
 on every change queues a picture per intermediate value (measured: 40 drag messages, 40 pictures,
 1.4 to 1.9 s behind the slider). A change after a pause is drawn at once; changes within
 ``REDRAW_INTERVAL_S`` of the last picture book one render with ``loop.call_later``, which reads the
-controls' latest values when it runs. With no running loop (a script, a unit test) a change is drawn
-synchronously. ``tools/bench_explorers.py --burst`` plays such a drag against a real kernel.
+controls' latest values when it runs. Only inside an IPython kernel, on its running loop
+(:func:`redraw_loop`): anywhere else (a script, a unit test, beside another asyncio loop such as
+Playwright's) a change is drawn synchronously. ``tools/bench_explorers.py --burst`` plays such a drag
+against a real kernel.
 
 *Alive with no kernel.* When a chapter is executed for the book (``make outputs`` sets the environment
 variable ``ATTENTION_LAB_STATIC=1``; ``static=True`` asks for it anywhere), on ipywidgets >= 8
@@ -81,6 +83,29 @@ STATIC_ENV = "ATTENTION_LAB_STATIC"
 
 class BadInput(Exception):
     """A value the reader chose that cannot be drawn; the message says what is wrong and how to fix it."""
+
+
+def in_kernel() -> bool:
+    """True inside an IPython kernel (a notebook, JupyterLab, Colab), whose event loop runs booked redraws."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    return getattr(get_ipython(), "kernel", None) is not None
+
+
+def redraw_loop() -> asyncio.AbstractEventLoop | None:
+    """The loop that runs a redraw booked for later: a kernel's running loop, else None (draw at once).
+
+    Only a kernel's loop is known to run the callbacks booked on it: another running loop on the thread
+    (Playwright's sync API leaves one that never runs them) would leave the picture behind its controls.
+    """
+    if not in_kernel():
+        return None
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
 
 
 def has_stack() -> bool:
@@ -281,10 +306,7 @@ class Explorer(widgets.VBox):
             return
         self._go_live()
         self._pending = True
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            loop = None
+        loop = redraw_loop()
         if loop is None:
             self._flush()
         elif not self._scheduled:  # else a render is booked; it reads the latest values

@@ -8,6 +8,7 @@ import io
 import json
 import math
 import re
+import threading
 
 import matplotlib
 
@@ -582,7 +583,27 @@ def test_trained_static_grid_is_lines_times_heads():
 # ---- no backlog ------------------------------------------------------------------------------
 
 
-def test_a_burst_of_changes_is_coalesced_and_ends_on_the_latest_value():
+def run_as_kernel(monkeypatch, coroutine_function):
+    """Run a coroutine as a kernel runs a comm message: on a loop of its own, in a fresh thread (so
+    that another loop already running on the test's thread, such as Playwright's, is left alone),
+    with the explorers believing they are inside an IPython kernel."""
+    monkeypatch.setattr(explorers, "in_kernel", lambda: True)
+    failure = []
+
+    def target():
+        try:
+            asyncio.run(coroutine_function())
+        except BaseException as err:  # noqa: BLE001  re-raised on the test's thread
+            failure.append(err)
+
+    thread = threading.Thread(target=target)
+    thread.start()
+    thread.join()
+    if failure:
+        raise failure[0]
+
+
+def test_a_burst_of_changes_is_coalesced_and_ends_on_the_latest_value(monkeypatch):
     ex = explorers.masking_explorer(static=False)
     start = ex.renders
 
@@ -599,14 +620,14 @@ def test_a_burst_of_changes_is_coalesced_and_ends_on_the_latest_value():
         deliver([min(T, 32) for T in range(2, 42)])
         await asyncio.sleep(explorers.REDRAW_INTERVAL_S * 4)
 
-    asyncio.run(drag())
+    run_as_kernel(monkeypatch, drag)
     # at most one picture at the first change (the explorer was idle) and one for the newest value,
     # not one for each of the intermediate values
     assert start + 1 <= ex.renders <= start + 2
     assert ex.matrix.shape == (32, 32) and ex.values()["T"] == 32
 
 
-def test_a_single_change_after_a_pause_is_drawn_at_once():
+def test_a_single_change_after_a_pause_is_drawn_at_once(monkeypatch):
     ex = explorers.masking_explorer(static=False)
 
     async def change():
@@ -615,7 +636,38 @@ def test_a_single_change_after_a_pause_is_drawn_at_once():
         ex.controls["T"].value = 5
         assert ex.renders == start + 1 and ex.matrix.shape == (5, 5)  # no waiting for a timer
 
-    asyncio.run(change())
+    run_as_kernel(monkeypatch, change)
+
+
+@pytest.fixture
+def foreign_loop():
+    """A running asyncio loop on the test's thread that never runs what is booked on it, as Playwright's
+    sync API leaves one (a session-scoped browser fixture on the same pytest worker)."""
+    before, loop = asyncio._get_running_loop(), asyncio.new_event_loop()
+    asyncio._set_running_loop(loop)
+    try:
+        yield loop
+    finally:
+        asyncio._set_running_loop(before)
+        loop.close()
+
+
+def test_beside_another_running_loop_a_change_is_drawn_at_once(foreign_loop):
+    assert asyncio.get_running_loop() is foreign_loop and explorers.redraw_loop() is None
+    ex = explorers.masking_explorer(static=False)
+    for T in (3, 4, 5):  # a quick succession, within REDRAW_INTERVAL_S: each one drawn, none booked
+        ex.controls["T"].value = T
+        assert ex.matrix.shape == (T, T) and "T=%d," % T in ex.caption.value
+    ex.controls["mask"].value = False
+    assert "no mask" in ex.caption.value and not ex._scheduled
+
+
+def test_only_a_kernels_running_loop_is_booked(monkeypatch, foreign_loop):
+    assert not explorers.in_kernel()  # pytest runs no IPython kernel
+    monkeypatch.setattr(explorers, "in_kernel", lambda: True)
+    assert explorers.redraw_loop() is foreign_loop
+    asyncio._set_running_loop(None)  # a kernel's code with no loop running (a script run by %run)
+    assert explorers.redraw_loop() is None
 
 
 # ---- static grid -----------------------------------------------------------------------------
