@@ -361,6 +361,9 @@ class Explorer(widgets.VBox):
         # the static grid, by grid key: the HTML <img> widgets, their WebP bytes, the matrices drawn
         self.static_controls, self.static_images, self.static_pictures, self.static_matrices = {}, {}, {}, {}
         self.static_stack, self.static_links, self._top = None, [], None
+        if static is not None and not isinstance(static, bool):
+            raise ValueError(f"static must be True (pictures drawn in advance), False or None (decided by the "
+                             f"environment variable {STATIC_ENV}); got {static!r}")
         if static is None:
             static = has_stack() and os.environ.get(STATIC_ENV) == "1"
         if static and not has_stack():

@@ -290,6 +290,7 @@ class Model:
      r"without position_table\.$"),
     (lambda: explorers.trained_explorer(lines="GREMIO:"), r"lines must be a list of lines, such as \['GREMIO:'\]"),
     (lambda: explorers.trained_explorer(lines=[5]), r"line 5: the text must be a string of characters"),
+    (lambda: explorers.average_explorer(static="no"), r"^static must be True .*, False or None .*; got 'no'$"),
 ])
 def test_bad_arguments_are_a_clear_value_error(call, match):
     with pytest.raises(ValueError, match=match):
@@ -328,9 +329,12 @@ def test_a_value_a_control_cannot_take_is_refused_in_words(factory, name, value,
     assert ex.message == "" and ex.matrix is not matrix
 
 
-def test_the_reader_moving_a_control_is_not_checked_again():
-    # the page sends values through set_state, within the control's range
+def test_the_reader_moving_a_control_is_not_checked_again(monkeypatch):
+    # the page sends values through set_state, which bypasses the check of values set from code
     ex = explorers.average_explorer(static=False)
+    monkeypatch.setattr(explorers.Slider, "refusal", lambda self, value: "refuses everything")
+    with pytest.raises(TraitError, match="refuses everything"):
+        ex.controls["T"].value = 5
     ex.controls["T"].set_state({"value": 5})
     assert ex.matrix.shape == (5, 5) and ex.message == ""
 
