@@ -20,7 +20,8 @@ name                    chapter  what the controls change
 Every explorer has ``controls`` (the live controls by name), ``image`` (the live picture),
 ``caption`` (the line under it: "Showing: " and what the picture shows), ``matrix`` (the array last
 drawn), ``result`` (everything the last drawing computed), ``message`` (the text in the message area,
-"" when all is well), ``renders`` (pictures drawn so far) and ``update_now()``.
+"" when all is well), ``renders`` (pictures drawn so far) and ``update_now()``. A live toggle marks its
+selected button with a check icon, for JupyterLab and Colab, where the book's CSS is absent.
 
 *Drawing.* Each explorer owns one matplotlib figure and a :class:`attention_lab.plots.Frame`, which
 redraws only what changes and returns the picture at twice its displayed pixels.
