@@ -20,7 +20,8 @@ name                    chapter  what the controls change
 Every explorer has ``controls`` (the live controls by name), ``image`` (the live picture),
 ``caption`` (the line under it: "Showing: " and what the picture shows), ``matrix`` (the array last
 drawn), ``result`` (everything the last drawing computed), ``message`` (the text in the message area,
-"" when all is well), ``renders`` (pictures drawn so far) and ``update_now()``.
+"" when all is well), ``renders`` (pictures drawn so far) and ``update_now()``. A live toggle marks its
+selected button with a check icon, for JupyterLab and Colab, where the book's CSS is absent.
 
 *Drawing.* Each explorer owns one matplotlib figure and a :class:`attention_lab.plots.Frame`, which
 redraws only what changes and returns the picture at twice its displayed pixels.
@@ -29,8 +30,10 @@ redraws only what changes and returns the picture at twice its displayed pixels.
 on every change queues a picture per intermediate value (measured: 40 drag messages, 40 pictures,
 1.4 to 1.9 s behind the slider). A change after a pause is drawn at once; changes within
 ``REDRAW_INTERVAL_S`` of the last picture book one render with ``loop.call_later``, which reads the
-controls' latest values when it runs. With no running loop (a script, a unit test) a change is drawn
-synchronously. ``tools/bench_explorers.py --burst`` plays such a drag against a real kernel.
+controls' latest values when it runs. Only inside an IPython kernel, on its running loop
+(:func:`redraw_loop`): anywhere else (a script, a unit test, beside another asyncio loop such as
+Playwright's) a change is drawn synchronously. ``tools/bench_explorers.py --burst`` plays such a drag
+against a real kernel.
 
 *Alive with no kernel.* When a chapter is executed for the book (``make outputs`` sets the environment
 variable ``ATTENTION_LAB_STATIC=1``; ``static=True`` asks for it anywhere), on ipywidgets >= 8
@@ -42,18 +45,29 @@ of a static control hands over to the live controls, which cover the full range.
 (Colab) there is only the live panel.
 
 *Bad input* (a value out of range, T above the block size, characters outside the vocabulary, a
-learner's ``Head`` that raises or returns the wrong shape) is explained in the explorer's message
-area; the previous picture stays and nothing is raised into the kernel. Arguments given to a class
-are checked up front with ``ValueError``.
+learner's ``Head`` that raises, returns the wrong shape or runs too long) is explained in the
+explorer's message area; the previous picture stays and nothing is raised into the kernel. A value set
+on a control from code that the control cannot take (``controls["T"].value = "8"``, an option a menu
+does not offer) is refused: the message area says why, and so does the ``TraitError`` the assignment
+raises. Arguments given to a class are checked up front with ``ValueError``, except a learner's
+``Head`` that fails: that is a message, also with ``static=True`` (the explorer is then live only).
+
+*A learner's Head that never returns.* On Linux and macOS, in the kernel's main thread, the
+explorer stops its ``Head(...)`` and ``forward`` calls after ``HEAD_TIME_LIMIT_S`` (``SIGALRM``) and
+says so; elsewhere (Windows, another thread) nothing can stop them: interrupt the kernel (Kernel ▸
+Interrupt), as the messages about a failing ``Head`` there say.
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import html
 import math
 import os
+import signal
+import threading
 import time
 
 import ipywidgets as widgets
@@ -61,6 +75,7 @@ import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from traitlets import TraitError
 
 from attention_lab import plots
 from attention_lab.reference import ReferenceHead
@@ -83,6 +98,29 @@ class BadInput(Exception):
     """A value the reader chose that cannot be drawn; the message says what is wrong and how to fix it."""
 
 
+def in_kernel() -> bool:
+    """True inside an IPython kernel (a notebook, JupyterLab, Colab), whose event loop runs booked redraws."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    return getattr(get_ipython(), "kernel", None) is not None
+
+
+def redraw_loop() -> asyncio.AbstractEventLoop | None:
+    """The loop that runs a redraw booked for later: a kernel's running loop, else None (draw at once).
+
+    Only a kernel's loop is known to run the callbacks booked on it: another running loop on the thread
+    (Playwright's sync API leaves one that never runs them) would leave the picture behind its controls.
+    """
+    if not in_kernel():
+        return None
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
 def has_stack() -> bool:
     """True where ``ipywidgets.Stack`` exists (ipywidgets >= 8), i.e. where a static grid is built."""
     return hasattr(widgets, "Stack")
@@ -97,9 +135,57 @@ def whole(name: str, value, lo: int, hi: int, error=ValueError, fix: str = "") -
     return int(value)
 
 
+def plural(n: int, word: str) -> str:
+    """``n`` and ``word``, plural unless n is 1: "1 character", "3 characters"."""
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def positive(name: str, value, example: str) -> float:
+    """``value`` as a finite float above 0, else ValueError naming it, expected vs got, and the fix."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
+            or not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{name} must be a positive, finite number; got {value!r}. Try {name}={example}.")
+    return float(value)
+
+
+def a_kind(obj) -> str:
+    """What ``obj`` is, for a message: "a list", "an int", "a numpy.ndarray", "a Head"."""
+    kind = type(obj).__name__
+    if isinstance(obj, (np.ndarray, torch.Tensor)):
+        kind = f"{type(obj).__module__}.{kind}"
+    return ("an " if kind[0].lower() in "aeiou" else "a ") + kind
+
+
+def one_sequence(name: str, t, shape: str) -> torch.Tensor:
+    """``t``, one sequence of ``shape`` such as "(T, C)", as a float tensor; else ValueError saying what
+    is wrong with it (not a tensor, not 2-D, empty, complex, or holding nan or inf, and where)."""
+    if not isinstance(t, torch.Tensor):
+        raise ValueError(f"{name} must be a torch tensor of shape {shape}; got {a_kind(t)}. Convert it with "
+                         f"torch.tensor({name}, dtype=torch.float32).")
+    if t.is_complex():
+        raise ValueError(f"{name} must hold real numbers; got a {t.dtype} tensor. Pass {name}.real, or real numbers.")
+    if t.dim() != 2:
+        raise ValueError(f"{name} must be one sequence of shape {shape}, e.g. {name}[0]; got shape {tuple(t.shape)}")
+    if 0 in t.shape:
+        raise ValueError(f"{name} is empty (shape {tuple(t.shape)}): it needs at least one position (a row) "
+                         f"and one number per position, shape {shape}.")
+    t = t.detach().float()
+    bad = (~torch.isfinite(t)).nonzero()
+    if len(bad):
+        i, j = bad[0].tolist()
+        raise ValueError(f"{name} holds {t[i, j].item()} at {name}[{i}, {j}] (position {i}; "
+                         f"{plural(len(bad), 'number')} of {name} {'is' if len(bad) == 1 else 'are'} nan or inf in "
+                         f"all): the picture would show nan there. Give {name} finite numbers only "
+                         f"(torch.isfinite({name}).all() is True).")
+    return t
+
+
 def grid(name: str, values, default, lo: int, hi: int) -> tuple:
     """The values pre-rendered for one control: ``values``, or ``default`` where it is None."""
-    vals = tuple(default if values is None else values)
+    try:
+        vals = tuple(default if values is None else values)
+    except TypeError:
+        raise ValueError(f"{name} must list the values to draw in advance, e.g. (1, 2, 4); got {values!r}") from None
     if not vals:
         raise ValueError(f"{name} must list at least one value; got an empty grid")
     for v in vals:
@@ -109,13 +195,103 @@ def grid(name: str, values, default, lo: int, hi: int) -> tuple:
     return vals
 
 
-def slider(value: int, lo: int, hi: int, description: str) -> widgets.IntSlider:
-    return widgets.IntSlider(value=value, min=lo, max=hi, description=description,
-                             style={"description_width": "initial"})
+def option_pairs(ctrl) -> list[tuple]:
+    """A menu's or toggle's options as (label, value) pairs."""
+    return [(o, o) if isinstance(o, str) else tuple(o) for o in ctrl.options]
 
 
-def toggle(options, value, description: str) -> widgets.ToggleButtons:
-    return widgets.ToggleButtons(options=options, value=value, description=description)
+class Checked:
+    """Mixed into an explorer's controls: a value set from code that the control cannot take (a str on
+    a slider, a number out of its range, an option it does not offer) raises a TraitError that names
+    the control, what was given and what it takes, and the explorer's message area says so too;
+    ipywidgets would raise in its own words, or clamp or truncate the number without a word. Values
+    the reader sets in the page arrive through ``set_state`` and are not checked here again."""
+
+    kind = "control"
+    owner = None  # (the control's name, the explorer's message function), set by the explorer
+
+    def refusal(self, value) -> str:
+        """Why ``value`` cannot be set, as the end of a sentence about this control; "" if it can."""
+        return ""
+
+    def __setattr__(self, name, value):
+        problem = self.refusal(value) if name == "value" and self.owner else ""
+        if problem:
+            key, show = self.owner
+            msg = f'controls["{key}"], the {self.kind} "{self.description}", {problem}'
+            show(msg)
+            raise TraitError(msg)
+        super().__setattr__(name, value)
+
+
+def _not_whole(value) -> bool:
+    return isinstance(value, bool) or not isinstance(value, (int, np.integer))
+
+
+class Slider(Checked, widgets.IntSlider):
+    kind = "slider"
+
+    def refusal(self, value):
+        if _not_whole(value) or not self.min <= value <= self.max:
+            return (f"takes a whole number from {self.min} to {self.max}; got {value!r} ({type(value).__name__}). "
+                    f"Set it to one in that range, such as {self.value}.")
+        return ""
+
+
+class NumberBox(Checked, widgets.IntText):
+    kind = "number box"
+
+    def refusal(self, value):
+        if _not_whole(value):
+            return f"takes a whole number; got {value!r} ({type(value).__name__}). Set it to one, such as {self.value}."
+        return ""
+
+
+class TextBox(Checked, widgets.Text):
+    kind = "text box"
+
+    def refusal(self, value):
+        if not isinstance(value, str):
+            return (f"takes a string of characters; got {value!r} ({type(value).__name__}). "
+                    "Set it to a string, such as 'First Citizen:'.")
+        return ""
+
+
+class _Choice(Checked):
+    def refusal(self, value):
+        pairs = option_pairs(self)
+        if value is None or value not in [v for _, v in pairs]:
+            shown = ", ".join(repr(v) if label == v else f"{v!r} (shown as {label!r})" for label, v in pairs)
+            return f"takes one of {shown}; got {value!r}. Set it to one of those values."
+        return ""
+
+
+class Menu(_Choice, widgets.Dropdown):
+    kind = "menu"
+
+
+class Toggle(_Choice, widgets.ToggleButtons):
+    """Toggle buttons whose selected button carries a check mark (its ``icons``, kept in step with the
+    selection), so that it stands out where the book's CSS, which colours it, is absent (JupyterLab,
+    Colab). Only a live control: without a kernel nothing would move the mark."""
+
+    kind = "buttons"
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self._mark()
+        self.observe(self._mark, names="index")
+
+    def _mark(self, change=None):
+        self.icons = ["check" if i == self.index else "" for i in range(len(self.options))]
+
+
+def slider(value: int, lo: int, hi: int, description: str) -> Slider:
+    return Slider(value=value, min=lo, max=hi, description=description, style={"description_width": "initial"})
+
+
+def toggle(options, value, description: str) -> Toggle:
+    return Toggle(options=options, value=value, description=description)
 
 
 def entropy_bits(weights: np.ndarray) -> np.ndarray:
@@ -186,17 +362,30 @@ class Explorer(widgets.VBox):
         # the static grid, by grid key: the HTML <img> widgets, their WebP bytes, the matrices drawn
         self.static_controls, self.static_images, self.static_pictures, self.static_matrices = {}, {}, {}, {}
         self.static_stack, self.static_links, self._top = None, [], None
+        if static is not None and not isinstance(static, bool):
+            raise ValueError(f"static must be True (pictures drawn in advance), False or None (decided by the "
+                             f"environment variable {STATIC_ENV}); got {static!r}")
         if static is None:
             static = has_stack() and os.environ.get(STATIC_ENV) == "1"
         if static and not has_stack():
             raise ValueError(f"static=True needs ipywidgets >= 8 (ipywidgets.Stack); got {widgets.__version__}")
+        grid_problem = ""
         if static and grid:
-            self._top = widgets.Stack([self._build_static(grid, note), live], selected_index=0)
+            try:
+                self._top = widgets.Stack([self._build_static(grid, note), live], selected_index=0)
+            except BadInput as err:  # a learner's Head that fails: the live panel says why
+                grid_problem = str(err)
+                self.static_controls, self.static_images, self.static_pictures, self.static_matrices = {}, {}, {}, {}
+                self.static_stack, self.static_links = None, []
         self.children = [self._top or live, self.message_area]
         self.add_class("attention-explorer")
-        for ctrl in controls.values():
+        for name, ctrl in controls.items():
             ctrl.observe(self._on_change, names="value")
-        self.update_now()
+            if isinstance(ctrl, Checked):
+                ctrl.owner = (name, self._show_message)
+        if self.update_now() and grid_problem:
+            self._show_message(f"{grid_problem} (Met while drawing the pictures for a page without Python: "
+                               "this explorer draws live only.)")
 
     def __repr__(self) -> str:
         # what a notebook stores as the cell's text output: stable from run to run
@@ -281,10 +470,7 @@ class Explorer(widgets.VBox):
             return
         self._go_live()
         self._pending = True
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            loop = None
+        loop = redraw_loop()
         if loop is None:
             self._flush()
         elif not self._scheduled:  # else a render is booked; it reads the latest values
@@ -309,11 +495,12 @@ class Explorer(widgets.VBox):
     def _static_control(self, name: str, values: tuple):
         live = self.controls[name]
         if isinstance(live, (widgets.ToggleButtons, widgets.Dropdown)):
-            # the same kind of control, offering the grid's values
-            pairs = [(o, o) if isinstance(o, str) else tuple(o) for o in live.options]  # (label, value)
-            options = [(label, value) for label, value in pairs if value in values]
-            ctrl = type(live)(options=options, value=live.value, description=live.description,
-                              layout=widgets.Layout(width=live.layout.width), style=live.style)
+            # the same kind of control, offering the grid's values; a plain ipywidgets one: with no
+            # kernel, the book's CSS marks the selected button (a Toggle's icons would stay put)
+            options = [(label, value) for label, value in option_pairs(live) if value in values]
+            kind = widgets.ToggleButtons if isinstance(live, widgets.ToggleButtons) else widgets.Dropdown
+            ctrl = kind(options=options, value=live.value, description=live.description,
+                        layout=widgets.Layout(width=live.layout.width), style=live.style)
         else:
             ctrl = widgets.SelectionSlider(options=list(values), value=min(values, key=lambda v: abs(v - live.value)),
                                            description=live.description, style={"description_width": "initial"})
@@ -385,6 +572,18 @@ class AverageExplorer(Explorer):
 # ---- chapter 2 ---------------------------------------------------------------------------------
 
 
+def _checked_layer(name: str, layer, width: int) -> None:
+    # the chapter's projection must take x's width
+    if layer is None:
+        return
+    if not isinstance(layer, nn.Linear):
+        raise ValueError(f"{name} must be the chapter's {name}, an nn.Linear(C, head_size); got {a_kind(layer)}")
+    if layer.in_features != width:
+        raise ValueError(f"{name} takes {layer.in_features} numbers per position but x has {width}: pass the "
+                         f"{name} that projects this x, an nn.Linear({width}, head_size), or an x of shape "
+                         f"(T, {layer.in_features}).")
+
+
 def _projection(layer: nn.Linear | None, rows: int, in_features: int, g: torch.Generator) -> torch.Tensor:
     # the layer's own weight (out, in), with more rows drawn as nn.Linear starts them, uniform on
     # ±1/sqrt(in), so that a head of size d_k uses the first d_k rows
@@ -407,19 +606,21 @@ class ScoresExplorer(Explorer):
     def __init__(self, x=None, query=None, key=None, max_head_size=128, limit=8.0, seed=1337,
                  grid_head_sizes=None, static=None):
         g = torch.Generator().manual_seed(whole("seed", seed, 0, 2**63 - 1))
-        x = torch.randn(8, C, generator=g) if x is None else x.detach().float()
-        if x.dim() != 2:
-            raise ValueError(f"x must be one sequence of shape (T, C), e.g. x[0]; got shape {tuple(x.shape)}")
+        x = torch.randn(8, C, generator=g) if x is None else one_sequence("x", x, "(T, C)")
+        for name, layer in (("query", query), ("key", key)):
+            _checked_layer(name, layer, x.shape[1])
+        if query is not None and key is not None and query.out_features != key.out_features:
+            raise ValueError(f"query and key must have the same head_size; got nn.Linear(..., {query.out_features}) "
+                             f"and nn.Linear(..., {key.out_features}). Pass the chapter's pair.")
         self.max_head_size = whole("max_head_size", max_head_size, 1, 1024)
-        if not limit > 0:
-            raise ValueError(f"limit must be a positive number (the colours run -limit..limit); got {limit!r}")
-        self.limit = float(limit)
+        self.limit = positive("limit", limit, "8 (the colours run from -limit to +limit)")
         self.q_all = x @ _projection(query, self.max_head_size, x.shape[1], g).T  # (T, max_hs)
         self.k_all = x @ _projection(key, self.max_head_size, x.shape[1], g).T  # (T, max_hs)
         d = 16 if query is None else query.out_features
         T = x.shape[0]
-        controls = {"head_size": slider(whole("head_size", d, 1, self.max_head_size), 1, self.max_head_size,
-                                        "d_k (head_size)"),
+        raise_max = "Raise max_head_size to at least the head_size of query." if query is not None else ""
+        controls = {"head_size": slider(whole("head_size", d, 1, self.max_head_size, fix=raise_max), 1,
+                                        self.max_head_size, "d_k (head_size)"),
                     "T": slider(T, 1, T, "T (sequence length)")}
         d_grid = sorted({*[p for p in POWERS_OF_TWO if p <= self.max_head_size], d})
         super().__init__(controls, [("head_size", grid("grid_head_sizes", grid_head_sizes, d_grid, 1,
@@ -513,9 +714,12 @@ class MaskingExplorer(Explorer):
 
     def __init__(self, q=None, k=None, T=None, seed=1337, grid_T=None, static=None):
         g = torch.Generator().manual_seed(whole("seed", seed, 0, 2**63 - 1))
-        self.q = torch.randn(32, 16, generator=g) if q is None else q.detach().float()  # (T, hs)
-        self.k = torch.randn(32, 16, generator=g) if k is None else k.detach().float()  # (T, hs)
-        if self.q.dim() != 2 or self.q.shape != self.k.shape:
+        if (q is None) != (k is None):
+            raise ValueError(f"give both q and k (one sequence's queries and keys, e.g. q[0] and k[0]), or neither; "
+                             f"got only {'q' if k is None else 'k'}")
+        self.q = torch.randn(32, 16, generator=g) if q is None else one_sequence("q", q, "(T, head_size)")  # (T, hs)
+        self.k = torch.randn(32, 16, generator=g) if k is None else one_sequence("k", k, "(T, head_size)")  # (T, hs)
+        if self.q.shape != self.k.shape:
             raise ValueError(f"q and k must be one sequence's (T, head_size) queries and keys, e.g. q[0] and "
                              f"k[0]; got shapes {tuple(self.q.shape)} and {tuple(self.k.shape)}")
         n = len(self.q)
@@ -549,6 +753,57 @@ def head_weights(head: nn.Module, x: torch.Tensor) -> torch.Tensor:
     return F.softmax(scores, dim=-1)  # (B, T, T)
 
 
+# a learner's Head(...) or forward that runs longer than this is stopped, where it can be (see below)
+HEAD_TIME_LIMIT_S = 2.0
+HANG_NOTE = "If your Head ever hangs, interrupt the kernel (Kernel ▸ Interrupt), fix it and build the explorer again."
+
+
+class _TooSlow(BaseException):
+    # a BaseException, as KeyboardInterrupt is: a learner's own `except Exception` cannot swallow it
+    pass
+
+
+def can_stop_a_hang() -> bool:
+    """True where a learner's Head call can be stopped after ``HEAD_TIME_LIMIT_S``: a ``SIGALRM`` timer
+    exists (Linux, macOS, not Windows) and this is the main thread (the only one that receives it)."""
+    return hasattr(signal, "SIGALRM") and threading.current_thread() is threading.main_thread()
+
+
+@contextlib.contextmanager
+def _time_limit(seconds: float):
+    # raise _TooSlow in the block after `seconds`; the previous SIGALRM handler and timer are restored
+    if not can_stop_a_hang():
+        yield
+        return
+
+    def stop(signum, frame):
+        raise _TooSlow
+
+    previous = signal.signal(signal.SIGALRM, stop)
+    started = time.monotonic()
+    delay, interval = signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        try:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+        finally:  # restored even if the alarm rang just before it was stopped
+            signal.signal(signal.SIGALRM, signal.SIG_DFL if previous is None else previous)
+            if delay:  # someone else's timer: what was left of it
+                signal.setitimer(signal.ITIMER_REAL, max(delay - (time.monotonic() - started), 1e-6), interval)
+
+
+def _learner_call(what: str, fn, *args):
+    # fn(*args), a learner's code: stopped with a message past HEAD_TIME_LIMIT_S where that is possible
+    try:
+        with _time_limit(HEAD_TIME_LIMIT_S):
+            return fn(*args)
+    except _TooSlow:
+        raise BadInput(f"{what} ran for more than {HEAD_TIME_LIMIT_S:g} s and was stopped: look for a loop that "
+                       "never ends, or for far more work than the few matrix products of Fig. 6. The kernel is "
+                       "fine: fix it, then build the explorer again.") from None
+
+
 def _build_modules(Head, d: int, block_size: int, seed: int):
     # (token table, position table, head) under the seed, the notebook's random stream left alone;
     # whatever a learner's constructor does wrong becomes a message
@@ -557,7 +812,10 @@ def _build_modules(Head, d: int, block_size: int, seed: int):
         tok = nn.Embedding(len(vocab()), C)  # (vocab, C)
         pos = nn.Embedding(block_size, C)  # (block_size, C)
         try:
-            return tok, pos, Head(C, d, block_size)
+            return tok, pos, _learner_call(f"your Head(C={C}, head_size={d}, block_size={block_size})",
+                                           Head, C, d, block_size)
+        except BadInput:
+            raise
         except NotImplementedError as err:
             raise BadInput(f"your Head is not written yet ({err}). Finish it, then build the explorer again.") from None
         except Exception as err:  # noqa: BLE001
@@ -580,17 +838,33 @@ def _checked_weights(head: nn.Module, x: torch.Tensor, learner: bool) -> torch.T
     if not learner:
         return weights
     try:
-        out = head(x)
+        out = _learner_call("your Head.forward", head, x)
+    except BadInput:
+        raise
     except NotImplementedError as err:
         raise BadInput(f"your Head.forward is not written yet ({err}). Finish it, then build the explorer "
                        "again.") from None
     except Exception as err:  # noqa: BLE001
         raise BadInput(f"your Head.forward raised {type(err).__name__}: {err}. Fix forward (compare with "
                        "Fig. 6), then build the explorer again.") from None
-    got = tuple(getattr(out, "shape", ()))
+    if not isinstance(out, torch.Tensor):
+        raise BadInput(f"your Head.forward returned {'None' if out is None else a_kind(out)}; expected a tensor of "
+                       f"shape (B, T, head_size) = {tuple(expected.shape)}. Check that it ends with "
+                       "return weights @ v.")
+    got = tuple(out.shape)
     if got != tuple(expected.shape):
         raise BadInput(f"your Head.forward returned shape {got}; expected (B, T, head_size) = "
                        f"{tuple(expected.shape)}. Check that it returns weights @ v.")
+    if not out.is_floating_point():
+        raise BadInput(f"your Head.forward returned a {out.dtype} tensor; expected floating-point numbers "
+                       "(torch.float32), the weights @ v of Fig. 6.")
+    out = out.to(expected.dtype)  # float64 (or float16) with the right values is right
+    bad = (~torch.isfinite(out)).nonzero()
+    if len(bad):
+        where = tuple(bad[0].tolist())
+        raise BadInput(f"your Head.forward returned {out[where].item()} at {list(where)} (batch, position, "
+                       f"feature): check the mask (masked_fill with -inf before softmax, never after) and the "
+                       "softmax over dim=-1.")
     if not torch.allclose(out, expected, atol=1e-5, rtol=1e-4):
         raise BadInput(f"your Head.forward's output differs from weights @ value(x) (largest difference "
                        f"{float((out - expected).abs().max()):.3g}): check the 1/√d_k scaling, the mask with "
@@ -599,7 +873,10 @@ def _checked_weights(head: nn.Module, x: torch.Tensor, learner: bool) -> torch.T
 
 
 def _text_ids(chars, block_size: int) -> list[int]:
-    if not isinstance(chars, str) or not chars:
+    if not isinstance(chars, str):
+        raise BadInput(f"the text must be a string of characters, such as 'First Citizen:'; got {chars!r} "
+                       f"({type(chars).__name__}).")
+    if not chars:
         raise BadInput("the text is empty: type at least one character (for example 'First Citizen:').")
     if len(chars) > block_size:
         raise BadInput(f"the text has {len(chars)} characters, above block_size={block_size}, the longest "
@@ -608,6 +885,30 @@ def _text_ids(chars, block_size: int) -> list[int]:
         return encode(chars)
     except ValueError as err:
         raise BadInput(f"{err}.") from None
+
+
+def _start_sizes(start) -> tuple[int, int]:
+    # the head_size and block_size of the chapter's (token_table, position_table, head), once checked
+    wanted = "start must be the chapter's three modules (token_table, position_table, head)"
+    if not isinstance(start, (tuple, list)) or len(start) != 3:
+        got = plural(len(start), "item") if isinstance(start, (tuple, list)) else a_kind(start)
+        raise ValueError(f"{wanted}; got {got}.")
+    tok, pos, head = start
+    for name, table, rows in (("token_table", tok, f"{len(vocab())}"), ("position_table", pos, "block_size")):
+        if not isinstance(table, nn.Embedding) or table.embedding_dim != C:
+            got = f"an nn.Embedding(..., {table.embedding_dim})" if isinstance(table, nn.Embedding) else a_kind(table)
+            raise ValueError(f"{wanted}: its {name} must be an nn.Embedding({rows}, {C}); got {got}.")
+    if tok.num_embeddings != len(vocab()):
+        raise ValueError(f"{wanted}: its token_table must have one row per character of the vocabulary, "
+                         f"nn.Embedding({len(vocab())}, {C}); got {tok.num_embeddings} rows.")
+    key, tril = getattr(head, "key", None), getattr(head, "tril", None)
+    if not isinstance(key, nn.Linear) or key.in_features != C or not isinstance(tril, torch.Tensor) or tril.dim() != 2:
+        raise ValueError(f"{wanted}: its head must have a key, an nn.Linear({C}, head_size), and a tril buffer of "
+                         f"shape (block_size, block_size), as in Fig. 6; got {a_kind(head)} without them.")
+    if pos.num_embeddings < tril.shape[0]:
+        raise ValueError(f"{wanted}: its position_table has {plural(pos.num_embeddings, 'row')} but the head's "
+                         f"tril is for block_size={tril.shape[0]}: build both with the same block_size.")
+    return key.out_features, tril.shape[0]
 
 
 class HeadExplorer(Explorer):
@@ -619,6 +920,10 @@ class HeadExplorer(Explorer):
     :class:`ReferenceHead`, Fig. 6); its ``forward`` must return ``weights @ value(x)``.
     ``start=(token_table, position_table, head)`` starts on the chapter's own modules (their d_k and
     block size, shown for the starting seed).
+
+    A learner's ``Head`` that fails (raises, returns the wrong thing, runs past ``HEAD_TIME_LIMIT_S``)
+    is a message in the explorer, never an exception: the learner fixes it and builds the explorer
+    again. With ``static=True`` such a head draws no pictures in advance: the explorer is live only.
     """
 
     label = "attention weights of one causal head"
@@ -628,10 +933,11 @@ class HeadExplorer(Explorer):
                  max_head_size=128, grid_head_sizes=None, grid_T=None, static=None):
         if Head is not None and not callable(Head):
             raise ValueError(f"Head must be a class built as Head(C, head_size, block_size); got {Head!r}")
-        self.Head, self.learner, self.max_head_size = Head or ReferenceHead, Head is not None, max_head_size
+        self.Head, self.learner = Head or ReferenceHead, Head is not None
+        self.max_head_size = max_head_size = whole("max_head_size", max_head_size, 1, 1024)
         seed, self._modules = whole("seed", seed, 0, 2**63 - 1), {}
         if start is not None:
-            head_size, block_size = start[2].key.out_features, start[2].tril.shape[0]
+            head_size, block_size = _start_sizes(start)
             self._modules[(head_size, seed)] = tuple(start)
         self.block_size = whole("block_size", block_size, 1, 256)
         try:
@@ -642,8 +948,8 @@ class HeadExplorer(Explorer):
         controls = {
             "head_size": slider(whole("head_size", head_size, 1, max_head_size), 1, max_head_size, "d_k (head_size)"),
             "T": slider(n, 1, self.block_size, "T (characters used)"),
-            "seed": widgets.IntText(value=seed, description="seed", layout=widgets.Layout(width="170px")),
-            "text": widgets.Text(value=text, description="text", placeholder="type characters of Shakespeare"),
+            "seed": NumberBox(value=seed, description="seed", layout=widgets.Layout(width="170px")),
+            "text": TextBox(value=text, description="text", placeholder="type characters of Shakespeare"),
         }
         controls["text"].observe(self._text_changed, names="value")
         # every fourfold d_k: a text of 16 characters already makes 80 pictures
@@ -653,9 +959,13 @@ class HeadExplorer(Explorer):
                          static, note=f", where you can also change the text ({text!r}) and the seed ({seed})")
 
     def _text_changed(self, change):
-        # T follows the text's length while it fits, so typing extends the picture
-        if 1 <= len(change["new"]) <= self.block_size:
-            self.set_quietly("T", len(change["new"]))
+        # T follows the text's length when the explorer can draw the text, so typing extends the
+        # picture; a text it cannot draw leaves T as the picture still shown has it
+        try:
+            _text_ids(change["new"], self.block_size)
+        except BadInput:
+            return
+        self.set_quietly("T", len(change["new"]))
 
     def compute(self, values):
         d = whole("d_k", values["head_size"], 1, self.max_head_size, BadInput, "Move the d_k slider.")
@@ -663,20 +973,25 @@ class HeadExplorer(Explorer):
         ids = _text_ids(values["text"], self.block_size)
         T = whole("T", values["T"], 1, self.block_size, BadInput, f"Pick T from 1 to block_size={self.block_size}.")
         if T > len(ids):
-            raise BadInput(f"T={T} but the text has only {len(ids)} characters: type more text or lower T.")
-        if (d, seed) not in self._modules:
-            self._modules = {**dict(list(self._modules.items())[-7:]), (d, seed): _build_modules(
-                self.Head, d, self.block_size, seed)}  # the last eight (d_k, seed), for going back
-        tok, pos, head = self._modules[(d, seed)]
-        with torch.no_grad():
-            x = tok(torch.tensor([ids[:T]])) + pos(torch.arange(T))  # (1, T, C) + (T, C) -> (1, T, C)
-            weights = _checked_weights(head, x, self.learner)  # (1, T, T)
+            raise BadInput(f"T={T} but the text has only {plural(len(ids), 'character')}: type more text or lower T.")
+        try:
+            if (d, seed) not in self._modules:
+                self._modules = {**dict(list(self._modules.items())[-7:]), (d, seed): _build_modules(
+                    self.Head, d, self.block_size, seed)}  # the last eight (d_k, seed), for going back
+            tok, pos, head = self._modules[(d, seed)]
+            with torch.no_grad():
+                x = tok(torch.tensor([ids[:T]])) + pos(torch.arange(T))  # (1, T, C) + (T, C) -> (1, T, C)
+                weights = _checked_weights(head, x, self.learner)  # (1, T, T)
+        except BadInput as err:
+            if self.learner and not can_stop_a_hang():  # nothing stops a Head that never returns here
+                raise BadInput(f"{err} {HANG_NOTE}") from None
+            raise
         return {"matrix": weights[0].numpy(), "tokens": values["text"][:T]}
 
     def alt(self, values, result):
-        who = f"a {self.Head.__name__}" if self.learner else "one causal head"
+        who = f"a {getattr(self.Head, '__name__', 'Head')}" if self.learner else "one causal head"
         return (f"attention weights of {who}, d_k={values['head_size']}, seed={values['seed']}, over the "
-                f"{len(result['tokens'])} characters {result['tokens']!r}")
+                f"{plural(len(result['tokens']), 'character')} {result['tokens']!r}")
 
 
 # ---- chapter 6 ---------------------------------------------------------------------------------
@@ -701,9 +1016,19 @@ class TrainedExplorer(Explorer):
 
         shipped = training.load_trained() if trained is None or untrained is None else None
         self.models = {True: trained or shipped.trained, False: untrained or shipped.untrained}
+        for name, model in (("trained", self.models[True]), ("untrained", self.models[False])):
+            missing = [part for part in ("token_table", "position_table", "head") if not hasattr(model, part)]
+            if hasattr(model, "head"):
+                missing += [f"head.{part}" for part in ("key", "query", "tril") if not hasattr(model.head, part)]
+            if missing:
+                raise ValueError(f"{name} must be chapter 6's model, with a token_table, a position_table and a head "
+                                 f"(key, query, tril), as attention_lab.training.load_trained() gives; got "
+                                 f"{a_kind(model)} without {', '.join(missing)}.")
         self.block_size = self.models[True].position_table.weight.shape[0]
         if lines is None:
             lines = list(dict.fromkeys(text.validation_lines(self.block_size)))[:6]
+        if isinstance(lines, str):
+            raise ValueError(f"lines must be a list of lines, such as [{lines!r}]; got the string {lines!r}")
         lines = list(lines)
         if not lines or len(set(lines)) != len(lines):
             raise ValueError(f"lines must list at least one line, each once; got {lines!r}")
@@ -712,10 +1037,10 @@ class TrainedExplorer(Explorer):
                 _text_ids(line, self.block_size)
             except BadInput as err:
                 raise ValueError(f"line {line!r}: {err}") from None
-        controls = {"line": widgets.Dropdown(options=[(s, s) for s in lines] + [("(your own text)", "")],
-                                             value=lines[0], description="line"),
-                    "text": widgets.Text(value=lines[0], description="text",
-                                         placeholder=f"up to {self.block_size} characters"),
+        controls = {"line": Menu(options=[(s, s) for s in lines] + [("(your own text)", "")],
+                                 value=lines[0], description="line"),
+                    "text": TextBox(value=lines[0], description="text",
+                                    placeholder=f"up to {self.block_size} characters"),
                     "trained": toggle([("trained", True), ("untrained", False)], True, "head")}
         # a line chosen in the menu goes into the text box; typing there sets the menu to "(your own text)"
         controls["line"].observe(lambda c: c["new"] and self.set_quietly("text", c["new"]), names="value")
@@ -735,7 +1060,7 @@ class TrainedExplorer(Explorer):
         w, T = result["matrix"], len(result["tokens"])
         back = (w * np.maximum(np.subtract.outer(np.arange(T), np.arange(T)), 0)).sum(-1).mean()
         return (f"attention weights of the {'trained' if values['trained'] else 'untrained'} head over the "
-                f"{T} characters {result['tokens']!r}: on average a row puts {np.trace(w) / T:.2f} of its "
+                f"{plural(T, 'character')} {result['tokens']!r}: on average a row puts {np.trace(w) / T:.2f} of its "
                 f"weight on its own character and looks {back:.2f} characters back")
 
 

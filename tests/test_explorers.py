@@ -8,6 +8,9 @@ import io
 import json
 import math
 import re
+import signal
+import threading
+import time
 
 import matplotlib
 
@@ -19,6 +22,7 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
+from traitlets import TraitError  # noqa: E402
 from PIL import Image as PILImage  # noqa: E402
 
 from attention_lab import explorers, plots, text  # noqa: E402
@@ -162,6 +166,29 @@ def test_live_caption_follows_the_controls(factory, name, value, says):
         assert ex.message and says in ex.caption.value
 
 
+@pytest.mark.parametrize("factory, name", [
+    (explorers.scaling_explorer, "scale"),
+    (explorers.masking_explorer, "mask"),
+    (explorers.trained_explorer, "trained"),
+])
+def test_the_selected_toggle_carries_a_check_mark(factory, name):
+    # seen without the book's CSS too (JupyterLab, Colab): the icon follows the selection
+    ex = factory(static=False)
+    buttons = ex.controls[name]
+    assert list(buttons.icons) == ["check" if i == buttons.index else "" for i in range(len(buttons.options))]
+    assert list(buttons.icons).count("check") == 1
+    before = buttons.index
+    buttons.set_state({"index": 1 - before})  # a click in the page
+    assert list(buttons.icons)[1 - before] == "check" and list(buttons.icons)[before] == ""
+
+
+@needs_stack
+def test_static_toggles_carry_no_icon():
+    # with no kernel nothing would move an icon: the book's CSS marks the selected static button
+    ex = with_grid(explorers.masking_explorer)
+    assert not any(ex.static_controls["mask"].icons)
+
+
 def test_building_an_explorer_leaves_the_seed_and_the_thread_count_alone():
     threads = torch.get_num_threads()
     torch.manual_seed(0)
@@ -179,7 +206,7 @@ def test_building_an_explorer_leaves_the_seed_and_the_thread_count_alone():
     (lambda: explorers.average_explorer(T="8"), r"T must be a whole number; got '8'"),
     (lambda: explorers.scores_explorer(max_head_size=0), r"max_head_size=0 is out of range"),
     (lambda: explorers.scores_explorer(x=torch.zeros(2, 8, 384)), r"one sequence of shape \(T, C\)"),
-    (lambda: explorers.scores_explorer(limit=0), r"limit must be a positive number"),
+    (lambda: explorers.scores_explorer(limit=0), r"limit must be a positive, finite number; got 0\. Try limit=8"),
     (lambda: explorers.scaling_explorer(head_size=256), r"head_size=256 is out of range"),
     (lambda: explorers.masking_explorer(T=40), r"T=40 is out of range: it must be from 1 to 32"),
     (lambda: explorers.masking_explorer(q=torch.zeros(4, 16), k=torch.zeros(5, 16)), r"shapes \(4, 16\) and"),
@@ -189,10 +216,127 @@ def test_building_an_explorer_leaves_the_seed_and_the_thread_count_alone():
     (lambda: explorers.head_explorer(Head=42), r"Head must be a class"),
     (lambda: explorers.masking_explorer(grid_T=()), r"grid_T must list at least one value"),
     (lambda: explorers.average_explorer(grid_T=(3, 2)), r"increasing with no repeats"),
+    (lambda: explorers.average_explorer(grid_T=5), r"grid_T must list the values to draw in advance, .*; got 5"),
 ])
 def test_arguments_are_checked_up_front(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+def nan_at(shape, where, value=float("nan")):
+    t = torch.randn(*shape)
+    t[where] = value
+    return t
+
+
+def projections(width_in):
+    return nn.Linear(width_in, 16, bias=False)
+
+
+class Model:
+    """Something that is not chapter 6's model: no position table."""
+
+    def __init__(self):
+        self.token_table, self.head = nn.Embedding(65, 384), Head(384, 16, 32)
+
+
+@pytest.mark.parametrize("call, match", [
+    # x, q and k: a torch tensor of one sequence, of finite real numbers
+    (lambda: explorers.scores_explorer(x=np.zeros((8, 384))),
+     r"^x must be a torch tensor of shape \(T, C\); got a numpy\.ndarray\. Convert it with torch\.tensor\(x, "),
+    (lambda: explorers.scores_explorer(x=[[0.0] * 384] * 8), r"^x must be a torch tensor .*; got a list\. Convert it"),
+    (lambda: explorers.scores_explorer(x=torch.zeros(0, 384)), r"^x is empty \(shape \(0, 384\)\): it needs at"),
+    (lambda: explorers.scores_explorer(x=torch.zeros(8, 384, dtype=torch.complex64)), r"x must hold real numbers"),
+    (lambda: explorers.scores_explorer(x=nan_at((8, 384), (1, 5))),
+     r"^x holds nan at x\[1, 5\] \(position 1; 1 number of x is nan or inf in all\): the picture would show nan"),
+    (lambda: explorers.scores_explorer(x=nan_at((8, 384), (0, 2), float("inf"))), r"^x holds inf at x\[0, 2\]"),
+    (lambda: explorers.masking_explorer(q=nan_at((8, 16), (2, 3)), k=torch.randn(8, 16)), r"^q holds nan at q\[2, 3\]"),
+    (lambda: explorers.masking_explorer(q=torch.randn(8, 16), k=nan_at((8, 16), (7, 0), -float("inf"))),
+     r"^k holds -inf at k\[7, 0\]"),
+    (lambda: explorers.masking_explorer(q=np.zeros((8, 16)), k=np.zeros((8, 16))), r"^q must be a torch tensor"),
+    (lambda: explorers.masking_explorer(q=torch.zeros(8, 16)), r"give both q and k .*, or neither; got only q"),
+    (lambda: explorers.masking_explorer(q=torch.zeros(1, 8, 16), k=torch.zeros(1, 8, 16)),
+     r"q must be one sequence of shape \(T, head_size\), e\.g\. q\[0\]; got shape \(1, 8, 16\)"),
+    # the chapter's projections must take x's width
+    (lambda: explorers.scores_explorer(x=torch.randn(8, 384), query=projections(10)),
+     r"^query takes 10 numbers per position but x has 384: pass the query that projects this x, an nn\.Linear\(384,"),
+    (lambda: explorers.scores_explorer(x=torch.randn(8, 384), key=projections(10)), r"^key takes 10 numbers per"),
+    (lambda: explorers.scores_explorer(query=torch.zeros(16, 384)), r"query must be the chapter's query, an nn"),
+    (lambda: explorers.scores_explorer(query=projections(384), key=nn.Linear(384, 8)),
+     r"query and key must have the same head_size; got nn\.Linear\(\.\.\., 16\) and nn\.Linear\(\.\.\., 8\)"),
+    (lambda: explorers.scores_explorer(query=projections(384), max_head_size=8),
+     r"head_size=16 is out of range: it must be from 1 to 8\. Raise max_head_size"),
+    # limit: the colour scale, a positive finite number
+    (lambda: explorers.scores_explorer(limit="8"), r"^limit must be a positive, finite number; got '8'\. Try limit=8"),
+    (lambda: explorers.scores_explorer(limit=float("inf")), r"^limit must be a positive, finite number; got inf\."),
+    (lambda: explorers.scores_explorer(limit=float("nan")), r"got nan\. Try limit=8"),
+    (lambda: explorers.scores_explorer(limit=-2), r"got -2\. Try limit=8"),
+    # chapter 5: start and the sizes
+    (lambda: explorers.head_explorer(start=(1, 2)),
+     r"^start must be the chapter's three modules \(token_table, position_table, head\); got 2 items\.$"),
+    (lambda: explorers.head_explorer(start=Head(384, 16, 32)), r"three modules .*; got a Head\.$"),
+    (lambda: explorers.head_explorer(start=(1, 2, 3)), r"token_table must be an nn\.Embedding\(65, 384\); got an int"),
+    (lambda: explorers.head_explorer(start=modules()[::-1]), r"token_table must be an nn\.Embedding\(65, 384\); got a Head"),
+    (lambda: explorers.head_explorer(start=(nn.Embedding(65, 384), nn.Embedding(32, 384), nn.Linear(384, 16))),
+     r"its head must have a key, an nn\.Linear\(384, head_size\), and a tril buffer .*; got a Linear without them"),
+    (lambda: explorers.head_explorer(start=(*modules()[:2], Head(384, 16, 64))),
+     r"its position_table has 32 rows but the head's tril is for block_size=64"),
+    (lambda: explorers.head_explorer(max_head_size="x"), r"^max_head_size must be a whole number; got 'x'"),
+    (lambda: explorers.head_explorer(max_head_size=0), r"^max_head_size=0 is out of range"),
+    (lambda: explorers.head_explorer(text=5), r"the text must be a string of characters, such as '.*'; got 5 \(int\)"),
+    # chapter 6: the models and the lines
+    (lambda: explorers.trained_explorer(trained=Model(), untrained=Model()),
+     r"^trained must be chapter 6's model, .* as attention_lab\.training\.load_trained\(\) gives; got a Model "
+     r"without position_table\.$"),
+    (lambda: explorers.trained_explorer(lines="GREMIO:"), r"lines must be a list of lines, such as \['GREMIO:'\]"),
+    (lambda: explorers.trained_explorer(lines=[5]), r"line 5: the text must be a string of characters"),
+    (lambda: explorers.average_explorer(static="no"), r"^static must be True .*, False or None .*; got 'no'$"),
+])
+def test_bad_arguments_are_a_clear_value_error(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+@pytest.mark.parametrize("factory, name, value, says", [
+    (explorers.average_explorer, "T", "8", 'controls["T"], the slider "T (sequence length)", takes a whole number '
+                                           "from 1 to 16; got '8' (str). Set it to one in that range, such as 8."),
+    (explorers.average_explorer, "T", 4.5, "takes a whole number from 1 to 16; got 4.5 (float)"),
+    (explorers.average_explorer, "T", 100, "takes a whole number from 1 to 16; got 100 (int)"),  # not clamped to 16
+    (explorers.average_explorer, "T", None, "got None (NoneType)"),
+    (explorers.masking_explorer, "mask", "causal mask", 'controls["mask"], the buttons "mask", takes one of False '
+                                 "(shown as 'no mask'), True (shown as 'causal mask'); got 'causal mask'. Set it to"),
+    (explorers.scaling_explorer, "scale", None, "takes one of False (shown as 'raw q·k'), True"),
+    (explorers.head_explorer, "seed", "7", 'controls["seed"], the number box "seed", takes a whole number; '
+                                           "got '7' (str). Set it to one, such as 1337."),
+    (explorers.head_explorer, "seed", 1.5, "takes a whole number; got 1.5 (float)"),
+    (explorers.head_explorer, "text", 5, 'controls["text"], the text box "text", takes a string of characters; '
+                                         "got 5 (int)."),
+    (explorers.trained_explorer, "line", "To be", "takes one of 'GREMIO:', 'Welcome, good Cambio.', 'Good morrow, "
+                                                  "neighbour Baptista.', '' (shown as '(your own text)'); got 'To be'"),
+    (explorers.trained_explorer, "trained", "yes", "takes one of True (shown as 'trained'), False (shown as "
+                                                   "'untrained'); got 'yes'"),
+])
+def test_a_value_a_control_cannot_take_is_refused_in_words(factory, name, value, says):
+    ex = factory(lines=LINES, static=False) if factory is explorers.trained_explorer else factory(static=False)
+    before, png, matrix = ex.values(), ex.image.value, ex.matrix
+    with pytest.raises(TraitError, match=re.escape(says)):
+        ex.controls[name].value = value
+    # said in the explorer too; nothing changed
+    assert says in ex.message and html.escape(says) in ex.message_area.value
+    assert ex.values() == before and ex.image.value == png and ex.matrix is matrix
+    good = {"T": 3, "mask": False, "scale": False, "seed": 7, "text": "First", "line": LINES[1], "trained": False}
+    ex.controls[name].value = good[name]  # the next good value draws
+    assert ex.message == "" and ex.matrix is not matrix
+
+
+def test_the_reader_moving_a_control_is_not_checked_again(monkeypatch):
+    # the page sends values through set_state, which bypasses the check of values set from code
+    ex = explorers.average_explorer(static=False)
+    monkeypatch.setattr(explorers.Slider, "refusal", lambda self, value: "refuses everything")
+    with pytest.raises(TraitError, match="refuses everything"):
+        ex.controls["T"].value = 5
+    ex.controls["T"].set_state({"value": 5})
+    assert ex.matrix.shape == (5, 5) and ex.message == ""
 
 
 def test_one_checker_for_arguments_and_live_values():
@@ -449,10 +593,54 @@ class StubHead(Head):
         raise NotImplementedError("write the forward pass of Fig. 6")
 
 
+class NoReturnHead(Head):
+    def forward(self, x):
+        out = super().forward(x)
+        if x.shape[1] <= 5:
+            return out  # forgets `return` on the longer texts
+
+
+class NanHead(Head):
+    def forward(self, x):
+        out = super().forward(x)
+        return out if x.shape[1] <= 5 else out.masked_fill(torch.ones_like(out, dtype=torch.bool).tril(), float("nan"))
+
+
+class Float64Head(Head):
+    """The right values, in float64."""
+
+    def forward(self, x):
+        return super().forward(x).double()
+
+
+class HangingHead(Head):
+    def forward(self, x):
+        if x.shape[1] > 5:
+            while True:  # never returns
+                pass
+        return super().forward(x)
+
+
+class SleepingHead(Head):
+    def forward(self, x):
+        if x.shape[1] > 5:
+            time.sleep(5)
+        return super().forward(x)
+
+
+class HangingInitHead(Head):
+    def __init__(self, C, head_size, block_size):
+        super().__init__(C, head_size, block_size)
+        while head_size == 4:  # never returns for d_k = 4
+            pass
+
+
 @pytest.mark.parametrize("cls, expect", [
     (RaisingHead, "your Head.forward raised RuntimeError: boom"),
     (WrongShapeHead, "returned shape (6, 16); expected (B, T, head_size) = (1, 6, 16)"),
     (UnscaledHead, "differs from weights @ value(x)"),
+    (NoReturnHead, "your Head.forward returned None; expected a tensor of shape (B, T, head_size) = (1, 6, 16)"),
+    (NanHead, "your Head.forward returned nan at [0, 0, 0] (batch, position, feature): check the mask"),
 ])
 def test_a_broken_learner_head_is_a_message(cls, expect):
     ex = explorers.head_explorer(Head=cls, text="First", static=False)
@@ -461,6 +649,122 @@ def test_a_broken_learner_head_is_a_message(cls, expect):
     ex.controls["text"].value = "First "  # six characters: the broken branch
     assert expect in ex.message
     assert ex.image.value == png and ex.matrix is matrix
+
+
+def test_a_head_right_in_float64_is_accepted():
+    ex = explorers.head_explorer(Head=Float64Head, static=False)
+    assert ex.message == ""
+    np.testing.assert_allclose(ex.matrix, expected_head_weights("First Citizen:"), rtol=1e-5, atol=1e-6)
+
+
+@pytest.fixture
+def short_limit(monkeypatch):
+    monkeypatch.setattr(explorers, "HEAD_TIME_LIMIT_S", 0.3)
+    return 0.3
+
+
+needs_alarm = pytest.mark.skipif(not explorers.can_stop_a_hang(), reason="needs SIGALRM in the main thread")
+
+
+@needs_alarm
+@pytest.mark.parametrize("cls", [HangingHead, SleepingHead])
+def test_a_head_that_runs_too_long_is_stopped_and_the_explorer_goes_on(short_limit, cls):
+    ex = explorers.head_explorer(Head=cls, text="First", static=False)
+    png, matrix = ex.image.value, ex.matrix
+    started = time.monotonic()
+    ex.controls["text"].value = "First "  # six characters: forward never returns, or takes 5 s
+    assert time.monotonic() - started < short_limit + 1.5
+    assert ex.message.startswith("your Head.forward ran for more than 0.3 s and was stopped: look for a loop")
+    assert ex.image.value == png and ex.matrix is matrix
+    ex.controls["text"].value = "Fir"  # the kernel goes on: a good value draws
+    assert ex.message == "" and ex.matrix.shape == (3, 3)
+
+
+@needs_alarm
+def test_a_head_constructor_that_never_returns_is_stopped(short_limit):
+    ex = explorers.head_explorer(Head=HangingInitHead, static=False)
+    ex.controls["head_size"].value = 4
+    assert ex.message.startswith("your Head(C=384, head_size=4, block_size=32) ran for more than 0.3 s and was stopped")
+    ex.controls["head_size"].value = 8
+    assert ex.message == "" and ex.result["tokens"] == "First Citizen:"
+
+
+@needs_alarm
+def test_the_time_limit_puts_back_the_previous_alarm_handler_and_timer(short_limit):
+    def mine(signum, frame):
+        pass
+
+    previous = signal.signal(signal.SIGALRM, mine)
+    signal.setitimer(signal.ITIMER_REAL, 30.0)
+    try:
+        ex = explorers.head_explorer(Head=HangingHead, text="First", static=False)
+        ex.controls["text"].value = "First "
+        assert "was stopped" in ex.message
+        assert signal.getsignal(signal.SIGALRM) is mine
+        assert 25 < signal.getitimer(signal.ITIMER_REAL)[0] <= 30
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def test_where_nothing_can_stop_a_head_its_messages_say_to_interrupt_the_kernel():
+    # outside the main thread no SIGALRM arrives: no timer, and a failing Head's message says what to do
+    seen = {}
+
+    def build():
+        seen["can_stop"] = explorers.can_stop_a_hang()
+        seen["message"] = explorers.head_explorer(Head=RaisingHead, text="First ", static=False).message
+
+    thread = threading.Thread(target=build)
+    thread.start()
+    thread.join()
+    assert seen["can_stop"] is False
+    assert seen["message"].startswith("your Head.forward raised RuntimeError: boom")
+    assert seen["message"].endswith("If your Head ever hangs, interrupt the kernel (Kernel ▸ Interrupt), fix it and "
+                                    "build the explorer again.")
+
+
+@needs_stack
+def test_a_failing_head_with_a_static_grid_is_a_message_and_a_live_explorer():
+    class FailsAtFour(Head):
+        def forward(self, x):
+            if self.key.out_features == 4:
+                raise RuntimeError("boom")
+            return super().forward(x)
+
+    # the grid's d_k = 4 meets the broken branch: no exception, and the live panel, drawn at d_k = 16, says why
+    ex = explorers.head_explorer(Head=FailsAtFour, grid_head_sizes=(4, 16), grid_T=(3,), static=True)
+    assert ex.static_images == {} and ex.static_stack is None and ex.children[0].children[1] is ex.image
+    assert ex.message.startswith("your Head.forward raised RuntimeError: boom")
+    assert ex.message.endswith("(Met while drawing the pictures for a page without Python: this explorer draws "
+                               "live only.)")
+    assert ex.matrix.shape == (14, 14)
+    ex = explorers.head_explorer(Head=StubHead, grid_head_sizes=(16,), static=True)  # not even the live picture
+    assert "not written yet" in ex.message and ex.matrix is None
+
+
+def test_T_follows_only_a_text_the_explorer_can_draw():
+    ex = explorers.head_explorer(text="abc", static=False)
+    ex.controls["text"].value = "xyz#@"
+    assert "these characters are not in the tiny-Shakespeare vocabulary: '#', '@'" in ex.message
+    assert ex.controls["T"].value == 3 == len(ex.result["tokens"])  # the slider says what the picture shows
+    ex.controls["text"].value = ""
+    assert ex.message.startswith("the text is empty: type at least one character")
+    assert ex.controls["T"].value == 3 and ex.result["tokens"] == "abc"
+    ex.controls["text"].value = "abcd"
+    assert ex.message == "" and ex.controls["T"].value == 4 and ex.matrix.shape == (4, 4)
+
+
+def test_one_character_is_one_character():
+    ex = explorers.head_explorer(text="F", static=False)
+    assert "over the 1 character 'F'" in ex.caption.value
+    ex.controls["T"].value = 2
+    assert ex.message.startswith("T=2 but the text has only 1 character:")
+    tr = explorers.trained_explorer(lines=LINES, static=False)
+    tr.controls["text"].value = "A"
+    assert "over the 1 character 'A'" in tr.caption.value
+    tr.controls["text"].value = "AB"
+    assert "over the 2 characters 'AB'" in tr.caption.value
 
 
 @pytest.mark.parametrize("cls, expect", [
@@ -582,7 +886,27 @@ def test_trained_static_grid_is_lines_times_heads():
 # ---- no backlog ------------------------------------------------------------------------------
 
 
-def test_a_burst_of_changes_is_coalesced_and_ends_on_the_latest_value():
+def run_as_kernel(monkeypatch, coroutine_function):
+    """Run a coroutine as a kernel runs a comm message: on a loop of its own, in a fresh thread (so
+    that another loop already running on the test's thread, such as Playwright's, is left alone),
+    with the explorers believing they are inside an IPython kernel."""
+    monkeypatch.setattr(explorers, "in_kernel", lambda: True)
+    failure = []
+
+    def target():
+        try:
+            asyncio.run(coroutine_function())
+        except BaseException as err:  # noqa: BLE001  re-raised on the test's thread
+            failure.append(err)
+
+    thread = threading.Thread(target=target)
+    thread.start()
+    thread.join()
+    if failure:
+        raise failure[0]
+
+
+def test_a_burst_of_changes_is_coalesced_and_ends_on_the_latest_value(monkeypatch):
     ex = explorers.masking_explorer(static=False)
     start = ex.renders
 
@@ -599,14 +923,14 @@ def test_a_burst_of_changes_is_coalesced_and_ends_on_the_latest_value():
         deliver([min(T, 32) for T in range(2, 42)])
         await asyncio.sleep(explorers.REDRAW_INTERVAL_S * 4)
 
-    asyncio.run(drag())
+    run_as_kernel(monkeypatch, drag)
     # at most one picture at the first change (the explorer was idle) and one for the newest value,
     # not one for each of the intermediate values
     assert start + 1 <= ex.renders <= start + 2
     assert ex.matrix.shape == (32, 32) and ex.values()["T"] == 32
 
 
-def test_a_single_change_after_a_pause_is_drawn_at_once():
+def test_a_single_change_after_a_pause_is_drawn_at_once(monkeypatch):
     ex = explorers.masking_explorer(static=False)
 
     async def change():
@@ -615,7 +939,38 @@ def test_a_single_change_after_a_pause_is_drawn_at_once():
         ex.controls["T"].value = 5
         assert ex.renders == start + 1 and ex.matrix.shape == (5, 5)  # no waiting for a timer
 
-    asyncio.run(change())
+    run_as_kernel(monkeypatch, change)
+
+
+@pytest.fixture
+def foreign_loop():
+    """A running asyncio loop on the test's thread that never runs what is booked on it, as Playwright's
+    sync API leaves one (a session-scoped browser fixture on the same pytest worker)."""
+    before, loop = asyncio._get_running_loop(), asyncio.new_event_loop()
+    asyncio._set_running_loop(loop)
+    try:
+        yield loop
+    finally:
+        asyncio._set_running_loop(before)
+        loop.close()
+
+
+def test_beside_another_running_loop_a_change_is_drawn_at_once(foreign_loop):
+    assert asyncio.get_running_loop() is foreign_loop and explorers.redraw_loop() is None
+    ex = explorers.masking_explorer(static=False)
+    for T in (3, 4, 5):  # a quick succession, within REDRAW_INTERVAL_S: each one drawn, none booked
+        ex.controls["T"].value = T
+        assert ex.matrix.shape == (T, T) and "T=%d," % T in ex.caption.value
+    ex.controls["mask"].value = False
+    assert "no mask" in ex.caption.value and not ex._scheduled
+
+
+def test_only_a_kernels_running_loop_is_booked(monkeypatch, foreign_loop):
+    assert not explorers.in_kernel()  # pytest runs no IPython kernel
+    monkeypatch.setattr(explorers, "in_kernel", lambda: True)
+    assert explorers.redraw_loop() is foreign_loop
+    asyncio._set_running_loop(None)  # a kernel's code with no loop running (a script run by %run)
+    assert explorers.redraw_loop() is None
 
 
 # ---- static grid -----------------------------------------------------------------------------
