@@ -10,7 +10,8 @@ Then, in headless Chromium, it opens a chapter, runs all cells, and checks what 
 in the rendered text, exercise headings "Exercise N.k", every solution folded (code cells collapsed to their
 `#@title Solution to Exercise N.k` line, yet run; text answers in closed `<details>`), in-notebook links
 that land on their anchor, no error output, and an explorer whose picture changes when its slider is moved
-with the keyboard. Screenshots go to _build/screenshots/jupyterlab-*.png.
+with the keyboard or its toggle clicked, the selected toggle carrying a check mark that follows the click.
+Screenshots go to _build/screenshots/jupyterlab-*.png.
 
 Skips when JupyterLab or Chromium is missing, except in CI (CI=true), where that fails.
 """
@@ -30,10 +31,12 @@ import nbformat
 import pytest
 from conftest import CHROMIUM, ROOT, SCREENSHOTS, PageVisit, _free_port, _missing
 
-# two chapters by default (CI time: chapter 1, and chapter 4 with a solution in text, code and text again);
+# three chapters by default (CI time): chapter 1; chapter 4, with a solution in text, code and text again and a
+# toggle; chapter 6, whose solutions print (the printing moves into their folded <details>) and whose explorer
+# has a toggle and a menu but no slider;
 # JUPYTERLAB_CHAPTERS=all runs every chapter, or name stems, comma-separated
 _ALL = sorted(p.stem for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
-_CHOICE = os.environ.get("JUPYTERLAB_CHAPTERS", "01_plain_causal_average,04_masking_the_future")
+_CHOICE = os.environ.get("JUPYTERLAB_CHAPTERS", "01_plain_causal_average,04_masking_the_future,06_trained_head")
 CHAPTERS = _ALL if _CHOICE == "all" else [s for s in _CHOICE.split(",") if s]
 
 SETTINGS = {
@@ -232,27 +235,44 @@ def test_a_chapter_in_jupyterlab_reads_like_the_book(jupyterlab, browser, stem):
         page.screenshot(path=str(SCREENSHOTS / f"jupyterlab-{stem}-exercise.png"))
 
         # an explorer: move its slider with the keyboard, see the live picture change
-        explorer = page.locator(".jp-OutputArea-output:has(.widget-slider)").first
-        assert explorer.count() == 1, f"{stem}: no explorer with a slider rendered"
+        explorer = page.locator(".jp-OutputArea-output:has(.attention-explorer)").first
+        assert explorer.count() == 1, f"{stem}: no explorer rendered"
         explorer.scroll_into_view_if_needed()
         picture = explorer.locator("img").first
         before = (picture.get_attribute("src"), picture.get_attribute("alt"))
-        readout = explorer.locator(".widget-slider .widget-readout").first.inner_text()
         explorer.screenshot(path=str(SCREENSHOTS / f"jupyterlab-{stem}-explorer-before.png"))
-        handle = explorer.locator(".widget-slider .noUi-handle").first
-        at_end = float(handle.get_attribute("aria-valuenow")) >= float(handle.get_attribute("aria-valuemax"))
-        handle.focus()
-        page.keyboard.press("ArrowLeft" if at_end else "ArrowRight")
-        page.wait_for_function("""([el, src]) => { const img = el.querySelector('img'); return img && img.src !== src; }""",
-                               arg=[explorer.element_handle(), before[0]], timeout=30_000)
+        moved = []
+        if explorer.locator(".widget-slider").count():
+            readout = explorer.locator(".widget-slider .widget-readout").first.inner_text()
+            handle = explorer.locator(".widget-slider .noUi-handle").first
+            at_end = float(handle.get_attribute("aria-valuenow")) >= float(handle.get_attribute("aria-valuemax"))
+            handle.focus()
+            page.keyboard.press("ArrowLeft" if at_end else "ArrowRight")
+            _picture_changes(page, explorer, before[0])
+            now = explorer.locator(".widget-slider .widget-readout").first.inner_text()
+            assert now != readout
+            moved.append(f"slider {readout} -> {now}")
+        if explorer.locator(".widget-toggle-buttons").count():
+            # the selected button carries a check mark (JupyterLab has none of the book's CSS); it moves
+            group = explorer.locator(".widget-toggle-buttons").first
+            marks = _toggle_marks(group)
+            assert [on for on, _ in marks].count(True) == 1, f"{stem}: no single selected toggle: {marks}"
+            assert all(on == mark for on, mark in marks), f"{stem}: the check mark is not on the selected toggle: {marks}"
+            src = picture.get_attribute("src")
+            group.locator("button:not(.mod-active)").first.click()
+            _picture_changes(page, explorer, src)
+            after_marks = _toggle_marks(group)
+            assert after_marks != marks and all(on == mark for on, mark in after_marks), after_marks
+            group.screenshot(path=str(SCREENSHOTS / f"jupyterlab-{stem}-toggle.png"))
+            moved.append(f"toggle {marks} -> {after_marks}")
+        assert moved, f"{stem}: its explorer has neither a slider nor a toggle to move"
         after = (picture.get_attribute("src"), picture.get_attribute("alt"))
-        assert explorer.locator(".widget-slider .widget-readout").first.inner_text() != readout
         assert after[0] != before[0], "the picture did not change"
         page.wait_for_timeout(300)
         explorer.screenshot(path=str(SCREENSHOTS / f"jupyterlab-{stem}-explorer-after.png"))
+        readout = "; ".join(moved)
         print(f"\n{stem}: opened and ran in {ran:.1f} s; {len(exercises)} exercises, {len(folded)} folded code "
-              f"solutions, {len(details)} folded answers; explorer {readout} -> "
-              f"{explorer.locator('.widget-slider .widget-readout').first.inner_text()}: {before[1]!r} -> {after[1]!r}")
+              f"solutions, {len(details)} folded answers; explorer {readout}: {before[1]!r} -> {after[1]!r}")
         assert visit.third_party == [], f"JupyterLab asked other hosts for {visit.third_party[:5]}"
         assert visit.console_errors == [], f"console errors: {visit.console_errors[:5]}"
     except Exception:
@@ -260,3 +280,16 @@ def test_a_chapter_in_jupyterlab_reads_like_the_book(jupyterlab, browser, stem):
         raise
     finally:
         context.close()
+
+
+def _picture_changes(page, explorer, src: str) -> None:
+    page.wait_for_function("""([el, src]) => { const img = el.querySelector('img'); return img && img.src !== src; }""",
+                           arg=[explorer.element_handle(), src], timeout=30_000)
+
+
+def _toggle_marks(group) -> list[tuple[bool, bool]]:
+    """(selected, shows a check mark) for each button of a toggle group."""
+    return [tuple(pair) for pair in group.evaluate("""g => Array.from(g.querySelectorAll('button')).map(b => {
+        const i = b.querySelector('i.fa-check');
+        const shown = !!i && getComputedStyle(i).display !== 'none' && i.getBoundingClientRect().width > 0;
+        return [b.classList.contains('mod-active'), shown]; })""")]
