@@ -325,10 +325,11 @@ def test_colour_lookup_picks_matplotlibs_entry(page, name, vmin, vmax):
     cmap = colormaps[name].with_extremes(bad=plots.MASKED)
     table = cmap(np.arange(256), bytes=True).tolist()
     bad = [int(c) for c in cmap(np.nan, bytes=True)]
-    # each colour's edges, just inside and outside them, the ends, beyond them, and a masked score
+    # each colour's edges, one float32 step and a hair either side of them (matplotlib normalizes a
+    # float32 in float32: -1e-10 takes the colour of 0 there), beyond the ends, and masked scores
     edges = vmin + (vmax - vmin) * np.arange(257) / 256
     values = np.concatenate([edges, np.nextafter(edges.astype(np.float32), np.float32(-np.inf)),
-                             np.nextafter(edges.astype(np.float32), np.float32(np.inf)),
+                             np.nextafter(edges.astype(np.float32), np.float32(np.inf)), edges - 1e-10, edges + 1e-10,
                              np.random.default_rng(0).uniform(vmin - 1, vmax + 1, 500), [-np.inf, np.nan]])
     values = values.astype(np.float32)
     want = cmap(Normalize(vmin, vmax)(np.ma.masked_invalid(values)), bytes=True).tolist()

@@ -376,9 +376,8 @@
   function colour(table, value, vmin, vmax, bad) {
     if (!isFinite(value)) return bad;
     var x = f32(f32(f32(value) - f32(vmin)) / f32(f32(vmax) - f32(vmin)));
-    var n = table.length, index = f32(x * n);
-    if (index === n) index = n - 1;  // vmax itself takes the last colour
-    return table[Math.max(0, Math.min(n - 1, Math.floor(index)))];
+    var n = table.length, index = Math.floor(f32(x * n));
+    return table[Math.max(0, Math.min(n - 1, index))];  // vmax itself takes the last colour
   }
 
   var api = {
