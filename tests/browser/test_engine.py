@@ -341,11 +341,25 @@ def test_colour_lookup_picks_matplotlibs_entry(page, name, vmin, vmax):
 # ---- timing ------------------------------------------------------------------------------------
 
 
+def test_the_script_adds_one_global_and_nothing_else(browser):
+    context = browser.new_context()
+    try:
+        p = context.new_page()
+        p.set_content("<html><body></body></html>")
+        before = set(p.evaluate("Object.keys(window)"))
+        p.add_script_tag(path=str(ENGINE))
+        assert set(p.evaluate("Object.keys(window)")) - before == {"AttentionEngine"}
+    finally:
+        context.close()
+
+
 def test_print_how_long_chapter_5s_picture_takes(page, capsys):
-    ms = js(page, "const t0 = performance.now(); const m = E.buildHead(1337, 128, 32); const t1 = performance.now();"
-                  " const r = E.head(m, Array.from({length: 32}, (_, t) => t % 65)); const t2 = performance.now();"
-                  " return [t1 - t0, t2 - t1, r.weights.rows];")
-    assert ms[2] == 32
+    # a reader's first picture runs cold code; the next ones (a slider moving) run it compiled
+    ms = js(page, "const ids = Array.from({length: 32}, (_, t) => t % 65), times = [];"
+                  " for (let run = 0; run < 3; run++) { const t0 = performance.now(); const m = E.buildHead(1337 + run, 128, 32);"
+                  " const t1 = performance.now(); E.head(m, ids); times.push([t1 - t0, performance.now() - t1]); }"
+                  " return times;")
+    assert len(ms) == 3
     with capsys.disabled():
-        print(f"\nengine in Chromium: chapter 5's modules (d_k=128, block_size=32) built in {ms[0]:.1f} ms; "
-              f"one T=32, d_k=128 picture in {ms[1]:.1f} ms")
+        print("\nengine in Chromium, chapter 5 at d_k=128, block_size=32, T=32: " + "; ".join(
+            f"run {n}: modules {build:.1f} ms, picture {picture:.1f} ms" for n, (build, picture) in enumerate(ms, 1)))

@@ -10,15 +10,20 @@
  * - x @ W.T, scores q @ k.T, the 1/sqrt(d_k) scale, the causal mask (tril), softmax weights,
  *   out = weights @ v, and the trace of one weight w_ij for a learner to read;
  * - the vocabulary's encode and a colour map lookup in matplotlib's manner.
- * Checked against torch 2.13.0 by tests/browser/test_engine.py, which runs this file in
- * Chromium and compares every draw, weight and picture with torch computed in the test.
  *
- * A matrix is {rows, cols, data}: data a row-major Float32Array, so every stored number is
- * a float32 as in torch. Sums run in float64 and are rounded once (torch's float32 kernels
- * round in other places: results agree to about 1e-6, not bit for bit); the random draws
- * follow torch's float32 rounding exactly.
+ * How close: the raw stream, rand, uniform_ (so nn.Linear) and randn of fewer than 16 numbers
+ * are torch's to the bit; randn of 16 or more agrees to about 2e-6, because torch's AVX2
+ * kernel takes vectorized approximations of log, sin and cos. uniform_ follows torch's AVX2
+ * and AVX-512 kernels, which fuse x * (to - from) + from into one multiply-add; torch's
+ * default kernel (no AVX2) rounds twice, one float32 step away in about half the numbers.
+ * A matrix is {rows, cols, data}, data a row-major Float32Array: every stored number is a
+ * float32 as in torch, but sums run in float64 and are rounded once, so pictures agree with
+ * torch's to about 1e-6, not bit for bit.
+ * Seeds: whole Numbers 0 .. 2**53, or BigInts 0 .. 2**64 - 1; torch keeps the low 32 bits.
  *
- * Loads as a classic <script> (defines window.AttentionEngine) or as a CommonJS module.
+ * Kept honest by tests/browser/test_engine.py, which runs this file in Chromium and compares
+ * every draw, weight and picture with torch computed in the test.
+ * Loads as a classic <script> (defines window.AttentionEngine only) or as a CommonJS module.
  */
 (function (root) {
   "use strict";
@@ -102,7 +107,8 @@
     var from = f32(a === undefined ? 0 : a), to = f32(b === undefined ? 1 : b);
     var width = f32(to - from), out = new Float32Array(n);
     for (var i = 0; i < n; i++) {
-      // torch's x * (to - from) + from compiles to one fused multiply-add: exact in float64
+      // torch's AVX2 kernel fuses x * (to - from) + from into one multiply-add; in float64
+      // these float32s multiply and add exactly, so storing rounds once, as the fused one does
       out[i] = this.uniform01() * width + from;
     }
     return out;
