@@ -239,28 +239,26 @@ def test_chapter_2s_raw_scores_use_the_first_d_k_columns(page, d, T):
     assert biggest(as_array(got), ex.compute({"head_size": d, "T": T})["matrix"]) <= TOL
 
 
-@pytest.mark.parametrize("d", [1, 4, 16, 128])
-@pytest.mark.parametrize("scale", [False, True])
-def test_chapter_3s_weights_from_the_seed(page, d, scale):
-    # the explorer's q and k are torch.randn(T, 128) twice from a generator seeded 1337
-    ex = explorers.ScalingExplorer(static=False)
-    got = js(page, "const g = new E.Generator(1337), T = 8; const q = E.matrix(T, 128, g.randn(T * 128));"
-                   " const k = E.matrix(T, 128, g.randn(T * 128));"
-                   " return pack(E.attention(q, k, null, {headSize: arg.d, scale: arg.scale, mask: false}).weights);",
-             {"d": d, "scale": scale})
-    assert biggest(as_array(got), ex.compute({"head_size": d, "scale": scale})["matrix"]) <= TOL
+# chapter 3: q and k are torch.randn(8, 128) twice from a generator seeded 1337, no mask; chapter 4:
+# torch.randn(32, 16) twice, the first T rows, scaled; (explorer, q's shape, T, engine options, controls)
+SEEDED = [("ScalingExplorer", (8, 128), 8, {"headSize": d, "scale": s, "mask": False}, {"head_size": d, "scale": s})
+          for d in (1, 4, 16, 128) for s in (False, True)]
+SEEDED += [("MaskingExplorer", (32, 16), T, {"mask": m}, {"T": T, "mask": m}) for T in (1, 3, 8, 32) for m in (False, True)]
 
 
-@pytest.mark.parametrize("T", [1, 3, 8, 32])
-@pytest.mark.parametrize("mask", [False, True])
-def test_chapter_4s_weights_from_the_seed(page, T, mask):
-    # torch.randn(32, 16) for q, then for k: 512 numbers each, Box-Muller in blocks of 16
-    ex = explorers.MaskingExplorer(static=False)
-    got = js(page, "const g = new E.Generator(1337); const q = E.matrix(32, 16, g.randn(512)), k = E.matrix(32, 16, g.randn(512));"
-                   " const first = (m) => E.matrix(arg.T, 16, m.data.subarray(0, arg.T * 16));"
-                   " return pack(E.attention(first(q), first(k), null, {mask: arg.mask}).weights);",
-             {"T": T, "mask": mask})
-    assert biggest(as_array(got), ex.compute({"T": T, "mask": mask})["matrix"]) <= TOL
+@pytest.fixture(scope="module")
+def seeded_explorers():
+    return {name: getattr(explorers, name)(static=False) for name in ("ScalingExplorer", "MaskingExplorer")}
+
+
+@pytest.mark.parametrize("name, shape, T, options, controls", SEEDED)
+def test_chapters_3_and_4_weights_from_the_seed(page, seeded_explorers, name, shape, T, options, controls):
+    got = js(page, "const g = new E.Generator(1337), [rows, cols] = arg.shape;"
+                   " const q = g.randn(rows * cols), k = g.randn(rows * cols);"
+                   " const first = (a) => E.matrix(arg.T, cols, a.subarray(0, arg.T * cols));"
+                   " return pack(E.attention(first(q), first(k), null, arg.options).weights);",
+             {"shape": shape, "T": T, "options": options})
+    assert biggest(as_array(got), seeded_explorers[name].compute(controls)["matrix"]) <= TOL
 
 
 # ---- the trace of one weight -------------------------------------------------------------------
