@@ -25,7 +25,7 @@ import torch.nn.functional as F  # noqa: E402
 from traitlets import TraitError  # noqa: E402
 from PIL import Image as PILImage  # noqa: E402
 
-from attention_lab import explorers, plots, text  # noqa: E402
+from attention_lab import controls, explorers, plots, text  # noqa: E402
 
 needs_stack = pytest.mark.skipif(not explorers.has_stack(), reason="static grid needs ipywidgets >= 8 (Stack)")
 
@@ -332,7 +332,7 @@ def test_a_value_a_control_cannot_take_is_refused_in_words(factory, name, value,
 def test_the_reader_moving_a_control_is_not_checked_again(monkeypatch):
     # the page sends values through set_state, which bypasses the check of values set from code
     ex = explorers.average_explorer(static=False)
-    monkeypatch.setattr(explorers.Slider, "refusal", lambda self, value: "refuses everything")
+    monkeypatch.setattr(controls.Slider, "refusal", lambda self, value: "refuses everything")
     with pytest.raises(TraitError, match="refuses everything"):
         ex.controls["T"].value = 5
     ex.controls["T"].set_state({"value": 5})
@@ -341,10 +341,10 @@ def test_the_reader_moving_a_control_is_not_checked_again(monkeypatch):
 
 def test_one_checker_for_arguments_and_live_values():
     with pytest.raises(ValueError, match=r"^T=9 is out of range: it must be from 1 to 8\.$"):
-        explorers.whole("T", 9, 1, 8)
+        controls.whole("T", 9, 1, 8)
     with pytest.raises(explorers.BadInput, match=r"T must be a whole number; got True\. Move it\."):
-        explorers.whole("T", True, 1, 8, explorers.BadInput, "Move it.")
-    assert explorers.whole("T", np.int64(3), 1, 8) == 3
+        controls.whole("T", True, 1, 8, explorers.BadInput, "Move it.")
+    assert controls.whole("T", np.int64(3), 1, 8) == 3
 
 
 # ---- chapter 1 -------------------------------------------------------------------------------
