@@ -29,16 +29,15 @@ VENDOR = ROOT / "book" / "_static" / "vendor"
 MANIFEST = VENDOR / "manifest.json"
 
 # what the built book loads, relative to book/_static/; the extension reads these keys from the manifest
-REQUIRE_JS = "vendor/requirejs/require.js"
-HTML_MANAGER_JS = "vendor/html-manager/embed-amd.js"
+HTML_MANAGER_JS = "vendor/html-manager/embed.js"
 MATHJAX_JS = "vendor/mathjax/tex-mml-chtml.js"
 
 # (package, source relative to the package, destination relative to VENDOR); a directory is copied whole
 COPIES = [
-    ("requirejs", "require.js", "requirejs/require.js"),
-    # the AMD embed bundle, the npm equivalent of myst-nb's default (jsdelivr html-manager/dist/embed-amd.js);
-    # it finds its Font Awesome fonts next to itself
-    ("@jupyter-widgets/html-manager", "dist/embed-amd.js", "html-manager/embed-amd.js"),
+    # the plain embed bundle: the core widgets and no module loader, half the AMD bundle (embed-amd.js, myst-nb's
+    # default, which also needs require.js); it finds its Font Awesome fonts next to itself (webpack's
+    # publicPath from its own <script src>)
+    ("@jupyter-widgets/html-manager", "dist/embed.js", "html-manager/embed.js"),
     ("@jupyter-widgets/html-manager", "dist/*.woff2", "html-manager/"),
     ("@jupyter-widgets/html-manager", "dist/*.woff", "html-manager/"),
     ("@jupyter-widgets/html-manager", "dist/*.ttf", "html-manager/"),
@@ -98,7 +97,6 @@ def copy_all() -> dict:
             else:
                 shutil.copy2(s, target)
     manifest = {
-        "require_js": REQUIRE_JS,
         "html_manager_js": HTML_MANAGER_JS,
         "mathjax_js": MATHJAX_JS,
         "versions": {p: package_version(p) for p in sorted({c[0] for c in COPIES})},
@@ -119,7 +117,7 @@ def main(argv=None) -> int:
         shutil.rmtree(VENDOR, ignore_errors=True)
         notice(
             "NOTICE: npm is not installed and node_modules/ is missing, so nothing is self-hosted: the book "
-            "will load require.js, the widget manager and MathJax from third-party CDNs when read. "
+            "will load the widget manager and MathJax from third-party CDNs when read. "
             "Install Node.js (npm) and rerun `make book` for a self-contained book."
         )
         return 0

@@ -1,4 +1,4 @@
-"""Serve require.js, the widget manager and MathJax from the book's own static files when they exist.
+"""Serve the widget manager and MathJax from the book's own static files when they exist.
 
 `tools/vendor_js.py` (run by `make book`) copies them from node_modules into book/_static/vendor/ and
 writes vendor/manifest.json. At build time this extension reads the manifest:
@@ -25,7 +25,10 @@ logger = logging.getLogger(__name__)
 
 STATIC = Path("book") / "_static"
 MANIFEST = STATIC / "vendor" / "manifest.json"
-SETUP_JS = "widgets_setup.js"  # book/_static/widgets_setup.js: html-manager font path, MathJax 3 shim
+SETUP_JS = "widgets_setup.js"  # book/_static/widgets_setup.js: slider names, MathJax 3 shim
+# html-manager's plain bundle (core widgets, no module loader); myst-nb's default is the AMD bundle plus
+# require.js, twice the bytes, which only a page with third-party widget modules needs (this book has none)
+AMD_BUNDLE, PLAIN_BUNDLE = "embed-amd.js", "embed.js"
 
 
 def choose_assets(app: Sphinx, config: Config) -> None:
@@ -38,33 +41,26 @@ def choose_assets(app: Sphinx, config: Config) -> None:
             raise ConfigError(f"{name} is in html_js_files; vendored bundles must be loaded only by the extension")
     if manifest_path.is_file():
         manifest = json.loads(manifest_path.read_text())
-        missing = [k for k in ("require_js", "html_manager_js", "mathjax_js") if not (srcdir / STATIC / manifest[k]).is_file()]
+        if manifest.get("html_manager_js", "").endswith(AMD_BUNDLE):
+            # written by an older tools/vendor_js.py: the AMD bundle would load without its require.js
+            raise ConfigError(f"{MANIFEST} names html-manager's {AMD_BUNDLE}; rerun `python tools/vendor_js.py`")
+        missing = [k for k in ("html_manager_js", "mathjax_js") if not (srcdir / STATIC / manifest[k]).is_file()]
         if missing:
             raise ConfigError(f"{MANIFEST} lists files that are missing ({missing}); rerun `python tools/vendor_js.py`")
-        # order matters: require.js, then the setup shim (uses require.config), then the AMD widget bundle
-        dist = manifest["html_manager_js"].rsplit("/", 1)[0]
-        config.nb_ipywidgets_js = {
-            manifest["require_js"]: {},
-            SETUP_JS: {"data-html-manager-dist": dist},
-            manifest["html_manager_js"]: {},
-        }
+        # order matters: the setup shim registers its `load` handler before the widget bundle's
+        config.nb_ipywidgets_js = {SETUP_JS: {}, manifest["html_manager_js"]: {}}
         config.mathjax_path = manifest["mathjax_js"]
         versions = ", ".join(f"{k} {v}" for k, v in manifest.get("versions", {}).items())
-        logger.info(bold("self-hosted assets: ") + f"require.js, html-manager and MathJax from _static/vendor/ ({versions})")
+        logger.info(bold("self-hosted assets: ") + f"html-manager and MathJax from _static/vendor/ ({versions})")
         return
     if os.environ.get("BOOK_REQUIRE_SELFHOSTED") == "1":
         raise ConfigError(f"BOOK_REQUIRE_SELFHOSTED=1 but {MANIFEST} is missing: run `npm ci && python tools/vendor_js.py`")
-    # the CDN defaults, with the setup shim between require.js and the widget bundle
-    cdn = dict(config.nb_ipywidgets_js)
-    (require_url, require_attrs), (manager_url, manager_attrs) = list(cdn.items())[:2]
-    config.nb_ipywidgets_js = {
-        require_url: require_attrs,
-        SETUP_JS: {"data-html-manager-dist": manager_url.rsplit("/", 1)[0]},
-        manager_url: manager_attrs,
-    }
+    # the CDN defaults' widget manager, as its plain bundle (no require.js), after the setup shim
+    manager_url, manager_attrs = next((url, attrs) for url, attrs in config.nb_ipywidgets_js.items() if AMD_BUNDLE in url)
+    config.nb_ipywidgets_js = {SETUP_JS: {}, manager_url.replace(AMD_BUNDLE, PLAIN_BUNDLE): manager_attrs}
     logger.info(
         bold("NOTICE: ")
-        + f"{MANIFEST} not found (Node/npm missing?): this book will load require.js, the widget manager and "
+        + f"{MANIFEST} not found (Node/npm missing?): this book will load the widget manager and "
         "MathJax from third-party CDNs when read. Run `make book` on a machine with npm for a self-contained book."
     )
 
