@@ -49,6 +49,28 @@ def test_math_and_widgets_render(page_view):
     assert errors == 0, f"{path}: {errors} widget(s) failed to render (error placeholder shown)"
 
 
+# the theme's icons, <i class="fa-...">: each visible one drawn by a Font Awesome webfont glyph (CSS ::before)
+ICONS_JS = """() => Array.from(document.querySelectorAll('i[class*="fa-"], span[class*="fa-"]'))
+  .filter(i => i.checkVisibility() && i.getBoundingClientRect().width > 0)
+  .map(i => { const b = getComputedStyle(i, '::before');
+              return {icon: i.className, content: b.content, font: b.fontFamily, weight: b.fontWeight}; })"""
+
+
+def test_icons_draw_from_the_theme_webfonts_without_fontawesome_js(page_view):
+    v, path = page_view, page_view.path
+    scripts = v.page.evaluate("Array.from(document.scripts).map(s => s.src.split('?')[0])")
+    assert not [s for s in scripts if s.endswith("fontawesome.js")], f"{path} loads fontawesome.js (0.54 MB gzipped) again"
+    icons = v.page.evaluate(ICONS_JS)
+    assert icons, f"{path}: no visible Font Awesome icon (the header's buttons should have some)"
+    blank = [i for i in icons if i["content"] in ("none", "normal", '""') or "Font Awesome" not in i["font"]]
+    assert blank == [], f"{path}: icons with no glyph: {blank[:5]}"
+    # every family the icons ask for has a webfont face that the page loaded
+    missing = v.page.evaluate("""icons => {
+      const loaded = new Set([...document.fonts].filter(f => f.status === 'loaded').map(f => f.family.replace(/"/g, '')));
+      return [...new Set(icons.map(i => i.font.split(',')[0].replace(/"/g, '').trim()))].filter(f => !loaded.has(f)); }""", icons)
+    assert missing == [], f"{path}: icon fonts not loaded: {missing}"
+
+
 def test_every_visible_image_says_what_it_shows(page_view):
     v, path = page_view, page_view.path
     # a missing alt, an empty one, or one that is only a file name says nothing to a screen reader
