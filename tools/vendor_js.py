@@ -6,8 +6,9 @@
 `make book` runs this before building. The packages and their exact versions come from the committed
 `package.json` and `package-lock.json`; the copies are never committed (book/_static/vendor/ is in
 .gitignore). The Sphinx extension book/_ext/selfhosted_assets.py reads the manifest written here and
-points myst-nb's `nb_ipywidgets_js` and Sphinx's `mathjax_path` at the copies; without it (no Node on
-the machine) the book still builds and loads them from the CDNs, and says so.
+points myst-nb's `nb_ipywidgets_js` at the widget manager and renders the maths with KaTeX at build time,
+styled by the copied KaTeX stylesheet and fonts; without it (no Node on the machine) the book still
+builds, loads the widget manager from a CDN, leaves the maths to MathJax from a CDN, and says so.
 
 Why a subfolder: Jupyter Book 1 adds every `.js` under a top-level `_static/` to every page, and a
 widget bundle loaded twice breaks the widgets. This book's static folder is `book/_static/` (declared
@@ -30,7 +31,7 @@ MANIFEST = VENDOR / "manifest.json"
 
 # what the built book loads, relative to book/_static/; the extension reads these keys from the manifest
 HTML_MANAGER_JS = "vendor/html-manager/embed.js"
-MATHJAX_JS = "vendor/mathjax/tex-mml-chtml.js"
+KATEX_CSS = "vendor/katex/katex.min.css"
 
 # (package, source relative to the package, destination relative to VENDOR); a directory is copied whole
 COPIES = [
@@ -43,16 +44,10 @@ COPIES = [
     ("@jupyter-widgets/html-manager", "dist/*.ttf", "html-manager/"),
     ("@jupyter-widgets/html-manager", "dist/*.eot", "html-manager/"),
     ("@jupyter-widgets/html-manager", "dist/*.svg", "html-manager/"),
-    # Sphinx's default component (tex-mml-chtml) plus what it loads on demand: CHTML fonts, TeX
-    # extensions (autoload), the menu, and the assistive tools a reader can switch on from the menu
-    ("mathjax", "es5/tex-mml-chtml.js", "mathjax/tex-mml-chtml.js"),
-    ("mathjax", "es5/output/chtml", "mathjax/output/chtml"),
-    ("mathjax", "es5/input/tex/extensions", "mathjax/input/tex/extensions"),
-    ("mathjax", "es5/input/mml", "mathjax/input/mml"),
-    ("mathjax", "es5/ui", "mathjax/ui"),
-    ("mathjax", "es5/a11y", "mathjax/a11y"),
-    ("mathjax", "es5/sre", "mathjax/sre"),
-    ("mathjax", "es5/adaptors", "mathjax/adaptors"),
+    # KaTeX's stylesheet and fonts for the maths sphinxcontrib-katex renders to HTML at build time (its
+    # katex_prerender, with the katex.min.js of the same version that the Python package ships)
+    ("katex", "dist/katex.min.css", "katex/katex.min.css"),
+    ("katex", "dist/fonts", "katex/fonts"),
 ]
 
 
@@ -98,7 +93,7 @@ def copy_all() -> dict:
                 shutil.copy2(s, target)
     manifest = {
         "html_manager_js": HTML_MANAGER_JS,
-        "mathjax_js": MATHJAX_JS,
+        "katex_css": KATEX_CSS,
         "versions": {p: package_version(p) for p in sorted({c[0] for c in COPIES})},
     }
     MANIFEST.write_text(json.dumps(manifest, indent=2) + "\n")

@@ -19,8 +19,10 @@
     new MutationObserver(function () { nameSliders(document); }).observe(document.body, { childList: true, subtree: true });
   });
 
-  // 2. ipywidgets typesets labels with MathJax 2's `MathJax.Hub.Queue(["Typeset", MathJax.Hub, el])`; this book
-  //    loads MathJax 3, which has no Hub: the call throws and the widget view fails. Give MathJax 3 that call.
+  // 2. ipywidgets typesets labels with MathJax 2's `MathJax.Hub.Queue(["Typeset", MathJax.Hub, el])` whenever a
+  //    window.MathJax exists. The self-hosted book renders its maths with KaTeX at build time and loads no
+  //    MathJax, so this does nothing there; the CDN build (no Node, selfhosted_assets.py) loads MathJax 3, which
+  //    has no Hub: the call would throw and the widget view fail. Give MathJax 3 that call.
   //    Runs on `load` (after MathJax's own script, which replaces window.MathJax) and before the widget
   //    manager's `load` handler, registered later.
   window.addEventListener("load", function () {

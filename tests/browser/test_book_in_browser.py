@@ -34,16 +34,35 @@ def test_page_loads_self_contained_without_errors(page_view):
     assert twice == [], f"{path} loads these scripts twice: {twice}"
 
 
+# the visible text outside code and formulas, and any TeX delimiter or command left in it
+RAW_TEX_JS = r"""() => {
+  const copy = document.querySelector('main, article, body').cloneNode(true);
+  copy.querySelectorAll('pre, code, .katex, script, style, .cell_output, .jupyter-widgets').forEach(e => e.remove());
+  const text = copy.textContent;
+  const found = text.match(/\\\(|\\\)|\\\[|\\\]|\$\$|\$[^$\n]{0,80}\\[a-zA-Z]+[^$\n]{0,80}\$|\\(frac|sqrt|mathrm|text|top|sum|cdot|left|right)\b/g);
+  return found || [];
+}"""
+# KaTeX's main font face (from the book's vendor/katex/fonts) loaded for the formulas on the page
+KATEX_FONT_JS = "() => [...document.fonts].some(f => f.family.replace(/\"/g, '') === 'KaTeX_Main' && f.status === 'loaded')"
+
+
 def test_math_and_widgets_render(page_view):
     v, path = page_view, page_view.path
     has_math = v.page.locator(".math, span.math, div.math").count() > 0
     if has_math:
+        # KaTeX rendered each formula at build time: a .katex inside every maths element, none in error
         unrendered = v.page.evaluate(
             "() => Array.from(document.querySelectorAll('span.math, div.math'))"
-            ".filter(e => !e.querySelector('mjx-container')).map(e => e.textContent.slice(0, 60))"
+            ".filter(e => !e.querySelector('.katex .katex-html')).map(e => e.textContent.slice(0, 60))"
         )
-        assert v.page.locator("mjx-container").count() > 0, f"{path}: MathJax rendered nothing"
+        assert v.page.locator(".katex").count() > 0, f"{path}: KaTeX rendered nothing"
         assert unrendered == [], f"{path}: math left as TeX: {unrendered[:5]}"
+        errors = v.page.evaluate("() => Array.from(document.querySelectorAll('.katex-error')).map(e => e.title)")
+        assert errors == [], f"{path}: KaTeX could not render: {errors[:5]}"
+        assert v.page.evaluate(KATEX_FONT_JS), f"{path}: KaTeX's fonts did not load"
+    # no TeX source left in the text a reader sees (code and rendered formulas left out)
+    raw = v.page.evaluate(RAW_TEX_JS)
+    assert raw == [], f"{path}: TeX source shown as text: {raw[:5]}"
     assert v.page.evaluate(UNRENDERED_VIEWS_JS) == [], f"{path}: widget views not rendered"
     errors = v.page.locator(".jupyter-widgets-error-widget").count()
     assert errors == 0, f"{path}: {errors} widget(s) failed to render (error placeholder shown)"
