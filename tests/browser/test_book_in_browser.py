@@ -7,13 +7,19 @@ except in CI (CI=true), where that is a failure.
 
 from __future__ import annotations
 
+import gzip
 import json
+from urllib.parse import unquote, urlsplit
 
 import pytest
-from conftest import AXE, UNRENDERED_VIEWS_JS, _missing, chapter_pages
+from conftest import AXE, HTML, UNRENDERED_VIEWS_JS, _missing, chapter_pages
 
 CHAPTERS = chapter_pages()
 AXE_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
+# what a first visit fetches besides the page's own HTML and its pictures, gzipped: about 1.0 MB on a
+# chapter since the page-weight work (CONTRIBUTING.md, "Page weight"); the AMD widget bundle with
+# require.js (+0.48 MB) or the theme's fontawesome.js (+0.54 MB) coming back would cross this ceiling
+MAX_SHARED_GZIP_MB = 1.4
 
 
 def _require_built(path):
@@ -32,6 +38,23 @@ def test_page_loads_self_contained_without_errors(page_view):
     scripts = v.page.evaluate("Array.from(document.scripts).filter(s => s.src).map(s => s.src.split('?')[0])")
     twice = sorted({s for s in scripts if scripts.count(s) > 1})
     assert twice == [], f"{path} loads these scripts twice: {twice}"
+    shared = _shared_gzipped_bytes(v.bytes_by_url, path)
+    print(f"{path}: scripts, styles and fonts of a first visit {shared / 1e6:.2f} MB gzipped")
+    assert shared <= MAX_SHARED_GZIP_MB * 1e6, (
+        f"{path}: a first visit fetches {shared / 1e6:.2f} MB gzipped besides the page and its pictures, "
+        f"more than {MAX_SHARED_GZIP_MB} MB: which asset came back? (python tools/bench_pages.py lists the biggest)")
+
+
+def _shared_gzipped_bytes(urls, path: str) -> int:
+    """The files a page fetched from the book, other than the page itself and pictures, gzipped (level 6)."""
+    total = 0
+    for url in urls:
+        rel = unquote(urlsplit(url).path).lstrip("/")
+        file = HTML / rel
+        if rel == path or not file.is_file() or file.suffix.lower() in (".png", ".webp", ".jpg", ".jpeg", ".gif", ".svg"):
+            continue
+        total += len(gzip.compress(file.read_bytes(), compresslevel=6))
+    return total
 
 
 # the visible text outside code and formulas, and any TeX delimiter or command left in it
