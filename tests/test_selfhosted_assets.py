@@ -9,6 +9,7 @@ import pytest
 from sphinx.errors import ConfigError
 
 import selfhosted_assets as ext
+from sphinxcontrib import katex
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -17,52 +18,87 @@ CDN = {"https://cdn.example/require.min.js": {"integrity": "x"},
 
 
 def config(js_files=()):
-    return SimpleNamespace(html_js_files=list(js_files), nb_ipywidgets_js=dict(CDN), mathjax_path="https://cdn/mathjax.js")
+    return SimpleNamespace(html_js_files=list(js_files), nb_ipywidgets_js=dict(CDN), mathjax_path="https://cdn/mathjax.js",
+                           html_math_renderer=None)
+
+
+def app(srcdir):
+    """A stand-in Sphinx app: its srcdir, and the extensions the code under test set up."""
+    extensions = []
+    return SimpleNamespace(srcdir=str(srcdir), extensions=extensions, setup_extension=extensions.append)
 
 
 def vendored(srcdir: Path):
     static = srcdir / "book" / "_static"
-    files = {"require_js": "vendor/requirejs/require.js", "html_manager_js": "vendor/html-manager/embed-amd.js",
-             "mathjax_js": "vendor/mathjax/tex-mml-chtml.js"}
+    files = {"html_manager_js": "vendor/html-manager/embed.js", "katex_css": "vendor/katex/katex.min.css"}
     for rel in files.values():
         (static / rel).parent.mkdir(parents=True, exist_ok=True)
         (static / rel).write_text("// stand-in")
-    (static / "vendor" / "manifest.json").write_text(json.dumps({**files, "versions": {"mathjax": "3"}}))
+    (static / "vendor" / "manifest.json").write_text(json.dumps({**files, "versions": {"katex": katex.katex_version}}))
 
 
-def test_vendored_files_are_served_from_the_book_in_load_order(tmp_path):
+def test_vendored_files_are_served_from_the_book_in_load_order_and_maths_is_rendered_at_build_time(tmp_path):
     vendored(tmp_path)
-    cfg = config()
-    ext.choose_assets(SimpleNamespace(srcdir=str(tmp_path)), cfg)
-    assert list(cfg.nb_ipywidgets_js) == ["vendor/requirejs/require.js", ext.SETUP_JS, "vendor/html-manager/embed-amd.js"]
-    assert cfg.mathjax_path == "vendor/mathjax/tex-mml-chtml.js"
+    cfg, a = config(), app(tmp_path)
+    ext.choose_assets(a, cfg)
+    assert list(cfg.nb_ipywidgets_js) == [ext.SETUP_JS, "vendor/html-manager/embed.js"]
     assert not any(str(k).startswith("http") for k in cfg.nb_ipywidgets_js)
+    # KaTeX turns each formula into HTML while the book builds; the pages load its stylesheet from the book
+    assert a.extensions == ["sphinxcontrib.katex"]
+    assert (cfg.html_math_renderer, cfg.katex_prerender, cfg.katex_css_path) == ("katex", True, "vendor/katex/katex.min.css")
+
+
+def test_prerendering_needs_node(tmp_path, monkeypatch):
+    vendored(tmp_path)
+    monkeypatch.setattr(ext.shutil, "which", lambda name: None)
+    with pytest.raises(ConfigError, match="`node` is not on PATH"):
+        ext.choose_assets(app(tmp_path), config())
+
+
+def test_the_stylesheet_matches_the_katex_that_renders(tmp_path):
+    vendored(tmp_path)
+    manifest = tmp_path / "book" / "_static" / "vendor" / "manifest.json"
+    manifest.write_text(json.dumps({**json.loads(manifest.read_text()), "versions": {"katex": "0.0.1"}}))
+    with pytest.raises(ConfigError, match=f"pin katex {katex.katex_version}"):
+        ext.choose_assets(app(tmp_path), config())
 
 
 def test_without_node_the_build_falls_back_to_the_cdns_and_says_so(tmp_path, monkeypatch, caplog):
     monkeypatch.delenv("BOOK_REQUIRE_SELFHOSTED", raising=False)
     cfg = config()
+    a = app(tmp_path)
     with caplog.at_level(logging.INFO):
-        ext.choose_assets(SimpleNamespace(srcdir=str(tmp_path)), cfg)
-    assert list(cfg.nb_ipywidgets_js) == [list(CDN)[0], ext.SETUP_JS, list(CDN)[1]]
-    assert cfg.mathjax_path == "https://cdn/mathjax.js"
+        ext.choose_assets(a, cfg)
+    # the CDN's widget manager as its plain bundle, without require.js
+    assert list(cfg.nb_ipywidgets_js) == [ext.SETUP_JS, "https://cdn.example/html-manager@1/dist/embed.js"]
+    assert cfg.nb_ipywidgets_js["https://cdn.example/html-manager@1/dist/embed.js"] == CDN[list(CDN)[1]]
+    # the maths is left to Sphinx's default renderer, MathJax from its CDN
+    assert (a.extensions, cfg.html_math_renderer, cfg.mathjax_path) == ([], None, "https://cdn/mathjax.js")
     assert "third-party CDNs" in caplog.text
 
 
 def test_the_deploy_build_refuses_to_fall_back(tmp_path, monkeypatch):
     monkeypatch.setenv("BOOK_REQUIRE_SELFHOSTED", "1")
     with pytest.raises(ConfigError, match="manifest.json is missing"):
-        ext.choose_assets(SimpleNamespace(srcdir=str(tmp_path)), config())
+        ext.choose_assets(app(tmp_path), config())
 
 
 def test_a_vendored_bundle_listed_for_every_page_is_refused(tmp_path):
     vendored(tmp_path)
     with pytest.raises(ConfigError, match="html_js_files"):
-        ext.choose_assets(SimpleNamespace(srcdir=str(tmp_path)), config(["vendor/html-manager/embed-amd.js"]))
+        ext.choose_assets(app(tmp_path), config(["vendor/html-manager/embed.js"]))
 
 
 def test_a_manifest_naming_missing_files_is_refused(tmp_path):
     vendored(tmp_path)
-    (tmp_path / "book" / "_static" / "vendor" / "mathjax" / "tex-mml-chtml.js").unlink()
+    (tmp_path / "book" / "_static" / "vendor" / "katex" / "katex.min.css").unlink()
     with pytest.raises(ConfigError, match="missing"):
-        ext.choose_assets(SimpleNamespace(srcdir=str(tmp_path)), config())
+        ext.choose_assets(app(tmp_path), config())
+
+
+def test_a_manifest_from_before_the_plain_bundle_is_refused(tmp_path):
+    vendored(tmp_path)
+    manifest = tmp_path / "book" / "_static" / "vendor" / "manifest.json"
+    manifest.write_text(json.dumps({**json.loads(manifest.read_text()), "html_manager_js": "vendor/html-manager/embed-amd.js"}))
+    with pytest.raises(ConfigError, match="rerun"):
+        ext.choose_assets(app(tmp_path), config())

@@ -6,8 +6,9 @@
 `make book` runs this before building. The packages and their exact versions come from the committed
 `package.json` and `package-lock.json`; the copies are never committed (book/_static/vendor/ is in
 .gitignore). The Sphinx extension book/_ext/selfhosted_assets.py reads the manifest written here and
-points myst-nb's `nb_ipywidgets_js` and Sphinx's `mathjax_path` at the copies; without it (no Node on
-the machine) the book still builds and loads them from the CDNs, and says so.
+points myst-nb's `nb_ipywidgets_js` at the widget manager and renders the maths with KaTeX at build time,
+styled by the copied KaTeX stylesheet and fonts; without it (no Node on the machine) the book still
+builds, loads the widget manager from a CDN, leaves the maths to MathJax from a CDN, and says so.
 
 Why a subfolder: Jupyter Book 1 adds every `.js` under a top-level `_static/` to every page, and a
 widget bundle loaded twice breaks the widgets. This book's static folder is `book/_static/` (declared
@@ -29,31 +30,24 @@ VENDOR = ROOT / "book" / "_static" / "vendor"
 MANIFEST = VENDOR / "manifest.json"
 
 # what the built book loads, relative to book/_static/; the extension reads these keys from the manifest
-REQUIRE_JS = "vendor/requirejs/require.js"
-HTML_MANAGER_JS = "vendor/html-manager/embed-amd.js"
-MATHJAX_JS = "vendor/mathjax/tex-mml-chtml.js"
+HTML_MANAGER_JS = "vendor/html-manager/embed.js"
+KATEX_CSS = "vendor/katex/katex.min.css"
 
 # (package, source relative to the package, destination relative to VENDOR); a directory is copied whole
 COPIES = [
-    ("requirejs", "require.js", "requirejs/require.js"),
-    # the AMD embed bundle, the npm equivalent of myst-nb's default (jsdelivr html-manager/dist/embed-amd.js);
-    # it finds its Font Awesome fonts next to itself
-    ("@jupyter-widgets/html-manager", "dist/embed-amd.js", "html-manager/embed-amd.js"),
+    # the plain embed bundle: the core widgets and no module loader, half the AMD bundle (embed-amd.js, myst-nb's
+    # default, which also needs require.js); it finds its Font Awesome fonts next to itself (webpack's
+    # publicPath from its own <script src>)
+    ("@jupyter-widgets/html-manager", "dist/embed.js", "html-manager/embed.js"),
     ("@jupyter-widgets/html-manager", "dist/*.woff2", "html-manager/"),
     ("@jupyter-widgets/html-manager", "dist/*.woff", "html-manager/"),
     ("@jupyter-widgets/html-manager", "dist/*.ttf", "html-manager/"),
     ("@jupyter-widgets/html-manager", "dist/*.eot", "html-manager/"),
     ("@jupyter-widgets/html-manager", "dist/*.svg", "html-manager/"),
-    # Sphinx's default component (tex-mml-chtml) plus what it loads on demand: CHTML fonts, TeX
-    # extensions (autoload), the menu, and the assistive tools a reader can switch on from the menu
-    ("mathjax", "es5/tex-mml-chtml.js", "mathjax/tex-mml-chtml.js"),
-    ("mathjax", "es5/output/chtml", "mathjax/output/chtml"),
-    ("mathjax", "es5/input/tex/extensions", "mathjax/input/tex/extensions"),
-    ("mathjax", "es5/input/mml", "mathjax/input/mml"),
-    ("mathjax", "es5/ui", "mathjax/ui"),
-    ("mathjax", "es5/a11y", "mathjax/a11y"),
-    ("mathjax", "es5/sre", "mathjax/sre"),
-    ("mathjax", "es5/adaptors", "mathjax/adaptors"),
+    # KaTeX's stylesheet and fonts for the maths sphinxcontrib-katex renders to HTML at build time (its
+    # katex_prerender, with the katex.min.js of the same version that the Python package ships)
+    ("katex", "dist/katex.min.css", "katex/katex.min.css"),
+    ("katex", "dist/fonts", "katex/fonts"),
 ]
 
 
@@ -98,9 +92,8 @@ def copy_all() -> dict:
             else:
                 shutil.copy2(s, target)
     manifest = {
-        "require_js": REQUIRE_JS,
         "html_manager_js": HTML_MANAGER_JS,
-        "mathjax_js": MATHJAX_JS,
+        "katex_css": KATEX_CSS,
         "versions": {p: package_version(p) for p in sorted({c[0] for c in COPIES})},
     }
     MANIFEST.write_text(json.dumps(manifest, indent=2) + "\n")
@@ -119,7 +112,7 @@ def main(argv=None) -> int:
         shutil.rmtree(VENDOR, ignore_errors=True)
         notice(
             "NOTICE: npm is not installed and node_modules/ is missing, so nothing is self-hosted: the book "
-            "will load require.js, the widget manager and MathJax from third-party CDNs when read. "
+            "will load the widget manager and MathJax from third-party CDNs when read. "
             "Install Node.js (npm) and rerun `make book` for a self-contained book."
         )
         return 0

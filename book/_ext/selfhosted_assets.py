@@ -1,23 +1,27 @@
-"""Serve require.js, the widget manager and MathJax from the book's own static files when they exist.
+"""Serve the widget manager from the book's own static files, and render the maths at build time, when they exist.
 
-`tools/vendor_js.py` (run by `make book`) copies them from node_modules into book/_static/vendor/ and
-writes vendor/manifest.json. At build time this extension reads the manifest:
-- present: myst-nb's `nb_ipywidgets_js` and Sphinx's `mathjax_path` point at the copies (relative to
-  _static/, so every page, nested or not, finds them): the book makes no third-party request;
-- absent (no Node on the machine): the CDN defaults stay, and the build log says so in a notice
-  (not a warning, so `-W` builds still pass). Set BOOK_REQUIRE_SELFHOSTED=1 to make it an error, as
-  the deploy workflow does.
+`tools/vendor_js.py` (run by `make book`) copies html-manager's bundle and KaTeX's stylesheet and fonts
+from node_modules into book/_static/vendor/ and writes vendor/manifest.json. At build time this
+extension reads the manifest:
+- present: myst-nb's `nb_ipywidgets_js` points at the copied widget manager (relative to _static/, so
+  every page, nested or not, finds it), and sphinxcontrib-katex turns every formula into HTML while the
+  book builds (`katex_prerender`, which runs `node`), styled by the copied KaTeX stylesheet: pages load
+  no maths script at all, and the book makes no third-party request;
+- absent (no Node on the machine): the widget manager comes from a CDN and the maths is left to
+  Sphinx's default MathJax 3, also from a CDN, and the build log says so in a notice (not a warning, so
+  `-W` builds still pass). Set BOOK_REQUIRE_SELFHOSTED=1 to make it an error, as the deploy workflow does.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 from sphinx.application import Sphinx
 from sphinx.config import Config
-from sphinx.errors import ConfigError
+from sphinx.errors import ConfigError, ExtensionError
 from sphinx.util import logging
 from sphinx.util.console import bold
 
@@ -25,7 +29,10 @@ logger = logging.getLogger(__name__)
 
 STATIC = Path("book") / "_static"
 MANIFEST = STATIC / "vendor" / "manifest.json"
-SETUP_JS = "widgets_setup.js"  # book/_static/widgets_setup.js: html-manager font path, MathJax 3 shim
+SETUP_JS = "widgets_setup.js"  # book/_static/widgets_setup.js: slider names, MathJax 3 shim
+# html-manager's plain bundle (core widgets, no module loader); myst-nb's default is the AMD bundle plus
+# require.js, twice the bytes, which only a page with third-party widget modules needs (this book has none)
+AMD_BUNDLE, PLAIN_BUNDLE = "embed-amd.js", "embed.js"
 
 
 def choose_assets(app: Sphinx, config: Config) -> None:
@@ -38,35 +45,84 @@ def choose_assets(app: Sphinx, config: Config) -> None:
             raise ConfigError(f"{name} is in html_js_files; vendored bundles must be loaded only by the extension")
     if manifest_path.is_file():
         manifest = json.loads(manifest_path.read_text())
-        missing = [k for k in ("require_js", "html_manager_js", "mathjax_js") if not (srcdir / STATIC / manifest[k]).is_file()]
+        if manifest.get("html_manager_js", "").endswith(AMD_BUNDLE):
+            # written by an older tools/vendor_js.py: the AMD bundle would load without its require.js
+            raise ConfigError(f"{MANIFEST} names html-manager's {AMD_BUNDLE}; rerun `python tools/vendor_js.py`")
+        missing = [k for k in ("html_manager_js", "katex_css") if not (srcdir / STATIC / manifest.get(k, "-")).is_file()]
         if missing:
             raise ConfigError(f"{MANIFEST} lists files that are missing ({missing}); rerun `python tools/vendor_js.py`")
-        # order matters: require.js, then the setup shim (uses require.config), then the AMD widget bundle
-        dist = manifest["html_manager_js"].rsplit("/", 1)[0]
-        config.nb_ipywidgets_js = {
-            manifest["require_js"]: {},
-            SETUP_JS: {"data-html-manager-dist": dist},
-            manifest["html_manager_js"]: {},
-        }
-        config.mathjax_path = manifest["mathjax_js"]
+        # order matters: the setup shim registers its `load` handler before the widget bundle's
+        config.nb_ipywidgets_js = {SETUP_JS: {}, manifest["html_manager_js"]: {}}
+        use_katex(app, config, manifest)
         versions = ", ".join(f"{k} {v}" for k, v in manifest.get("versions", {}).items())
-        logger.info(bold("self-hosted assets: ") + f"require.js, html-manager and MathJax from _static/vendor/ ({versions})")
+        logger.info(bold("self-hosted assets: ") + f"html-manager and KaTeX's stylesheet from _static/vendor/, "
+                    f"maths rendered by KaTeX at build time ({versions})")
         return
     if os.environ.get("BOOK_REQUIRE_SELFHOSTED") == "1":
         raise ConfigError(f"BOOK_REQUIRE_SELFHOSTED=1 but {MANIFEST} is missing: run `npm ci && python tools/vendor_js.py`")
-    # the CDN defaults, with the setup shim between require.js and the widget bundle
-    cdn = dict(config.nb_ipywidgets_js)
-    (require_url, require_attrs), (manager_url, manager_attrs) = list(cdn.items())[:2]
-    config.nb_ipywidgets_js = {
-        require_url: require_attrs,
-        SETUP_JS: {"data-html-manager-dist": manager_url.rsplit("/", 1)[0]},
-        manager_url: manager_attrs,
-    }
+    # the CDN defaults' widget manager, as its plain bundle (no require.js), after the setup shim
+    manager_url, manager_attrs = next((url, attrs) for url, attrs in config.nb_ipywidgets_js.items() if AMD_BUNDLE in url)
+    config.nb_ipywidgets_js = {SETUP_JS: {}, manager_url.replace(AMD_BUNDLE, PLAIN_BUNDLE): manager_attrs}
     logger.info(
         bold("NOTICE: ")
-        + f"{MANIFEST} not found (Node/npm missing?): this book will load require.js, the widget manager and "
+        + f"{MANIFEST} not found (Node/npm missing?): this book will load the widget manager and "
         "MathJax from third-party CDNs when read. Run `make book` on a machine with npm for a self-contained book."
     )
+
+
+def use_katex(app: Sphinx, config: Config, manifest: dict) -> None:
+    """Every formula rendered to HTML by KaTeX while the book builds, instead of by MathJax in the reader's browser."""
+    if shutil.which("node") is None:
+        raise ConfigError("the KaTeX stylesheet is vendored but `node` is not on PATH: sphinxcontrib-katex's "
+                          "katex_prerender runs it; install Node.js, or `python tools/vendor_js.py --clean` for the CDN build")
+    app.setup_extension("sphinxcontrib.katex")
+    from sphinxcontrib import katex
+
+    vendored = manifest.get("versions", {}).get("katex")
+    if vendored != katex.katex_version:
+        # the HTML comes from the Python package's katex.min.js, the stylesheet from npm: one version for both
+        raise ConfigError(f"sphinxcontrib-katex renders with KaTeX {katex.katex_version} but package.json vendors "
+                          f"katex {vendored}: pin katex {katex.katex_version} in package.json")
+    config.html_math_renderer = "katex"
+    config.katex_prerender = True
+    config.katex_css_path = manifest["katex_css"]
+    katex.KaTeXServer.start_server_process = classmethod(_start_server_process)
+
+
+def _start_server_process(cls, rundir: Path, timeout: float):
+    """sphinxcontrib-katex 0.9.11's KaTeXServer.start_server_process, patient with the socket.
+
+    It connects as soon as node's socket file exists, which node creates a moment before it listens:
+    on a busy machine the connection is refused and the build stops (seen here in two builds out of
+    three). Same command and timeout; a refused connection is retried until the timeout.
+    """
+    import socket
+    import subprocess
+    import time
+
+    socket_path = rundir / "katex.sock"
+    process = subprocess.Popen(cls.build_command(socket=socket_path), stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=rundir)
+    deadline = time.monotonic() + timeout
+    while True:
+        if process.poll() is not None:
+            raise ExtensionError(f"the KaTeX server (node) exited with code {process.returncode} before it listened")
+        if socket_path.is_socket():
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                sock.settimeout(max(deadline - time.monotonic(), 0.001))
+                sock.connect(str(socket_path))
+                sock.settimeout(None)
+                return process, sock
+            except ConnectionRefusedError:
+                sock.close()
+            except socket.timeout:
+                sock.close()
+                process.kill()
+                raise cls.timeout_error(timeout)
+        if time.monotonic() > deadline:
+            process.kill()
+            raise cls.timeout_error(timeout)
+        time.sleep(0.005)
 
 
 def each_script_once(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
@@ -98,7 +154,7 @@ def citation_list_roles(app: Sphinx, pagename: str, templatename: str, context: 
 
 
 def setup(app: Sphinx) -> dict:
-    # before myst-nb reads its configuration (builder-inited) and Sphinx's mathjax uses mathjax_path
+    # before myst-nb reads its configuration (builder-inited) and Sphinx chooses its maths renderer
     app.connect("config-inited", choose_assets)
     # book/_static/theme_mode.js: the theme's colour mode starts at "auto" (no console error on a first visit)
     app.add_js_file("theme_mode.js", priority=200)

@@ -1,19 +1,8 @@
-// Loaded after require.js and before the widget manager (html-manager's embed-amd.js), on pages with widgets.
-// Added by book/_ext/selfhosted_assets.py through myst-nb's nb_ipywidgets_js; not a bundle, three small fixes.
+// Loaded before the widget manager (html-manager's embed.js), on pages with widgets.
+// Added by book/_ext/selfhosted_assets.py through myst-nb's nb_ipywidgets_js; not a bundle, two small fixes.
 (function () {
   "use strict";
-  var me = document.currentScript;
-
-  // 1. The widget bundle loads its Font Awesome fonts from the folder of its AMD module, which require.js
-  //    resolves against the page (lessons/@jupyter-widgets/...: 404). Map that module folder to the bundle's
-  //    real folder, given relative to this script (self-hosted) or as a full URL (CDN fallback).
-  var dist = me && me.getAttribute("data-html-manager-dist");
-  if (dist && window.require && typeof window.require.config === "function") {
-    var folder = new URL(dist, me.src).href.replace(/\/$/, "");
-    window.require.config({ paths: { "@jupyter-widgets/html-manager/dist": folder } });
-  }
-
-  // 2. ipywidgets draws a slider's description as a <label> that nothing points at, so the focusable handle
+  // 1. ipywidgets draws a slider's description as a <label> that nothing points at, so the focusable handle
   //    (role=slider) has no accessible name for a screen reader. Name each handle by its visible label.
   var labelled = 0;
   function nameSliders(root) {
@@ -30,8 +19,10 @@
     new MutationObserver(function () { nameSliders(document); }).observe(document.body, { childList: true, subtree: true });
   });
 
-  // 3. ipywidgets typesets labels with MathJax 2's `MathJax.Hub.Queue(["Typeset", MathJax.Hub, el])`; this book
-  //    loads MathJax 3, which has no Hub: the call throws and the widget view fails. Give MathJax 3 that call.
+  // 2. ipywidgets typesets labels with MathJax 2's `MathJax.Hub.Queue(["Typeset", MathJax.Hub, el])` whenever a
+  //    window.MathJax exists. The self-hosted book renders its maths with KaTeX at build time and loads no
+  //    MathJax, so this does nothing there; the CDN build (no Node, selfhosted_assets.py) loads MathJax 3, which
+  //    has no Hub: the call would throw and the widget view fail. Give MathJax 3 that call.
   //    Runs on `load` (after MathJax's own script, which replaces window.MathJax) and before the widget
   //    manager's `load` handler, registered later.
   window.addEventListener("load", function () {

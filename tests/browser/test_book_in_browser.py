@@ -7,13 +7,19 @@ except in CI (CI=true), where that is a failure.
 
 from __future__ import annotations
 
+import gzip
 import json
+from urllib.parse import unquote, urlsplit
 
 import pytest
-from conftest import AXE, UNRENDERED_VIEWS_JS, _missing, chapter_pages
+from conftest import AXE, HTML, UNRENDERED_VIEWS_JS, _missing, chapter_pages
 
 CHAPTERS = chapter_pages()
 AXE_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
+# what a first visit fetches besides the page's own HTML and its pictures, gzipped: about 1.0 MB on a
+# chapter since the page-weight work (CONTRIBUTING.md, "Page weight"); the AMD widget bundle with
+# require.js (+0.48 MB) or the theme's fontawesome.js (+0.54 MB) coming back would cross this ceiling
+MAX_SHARED_GZIP_MB = 1.4
 
 
 def _require_built(path):
@@ -32,21 +38,79 @@ def test_page_loads_self_contained_without_errors(page_view):
     scripts = v.page.evaluate("Array.from(document.scripts).filter(s => s.src).map(s => s.src.split('?')[0])")
     twice = sorted({s for s in scripts if scripts.count(s) > 1})
     assert twice == [], f"{path} loads these scripts twice: {twice}"
+    shared = _shared_gzipped_bytes(v.bytes_by_url, path)
+    print(f"{path}: scripts, styles and fonts of a first visit {shared / 1e6:.2f} MB gzipped")
+    assert shared <= MAX_SHARED_GZIP_MB * 1e6, (
+        f"{path}: a first visit fetches {shared / 1e6:.2f} MB gzipped besides the page and its pictures, "
+        f"more than {MAX_SHARED_GZIP_MB} MB: which asset came back? (python tools/bench_pages.py lists the biggest)")
+
+
+def _shared_gzipped_bytes(urls, path: str) -> int:
+    """The files a page fetched from the book, other than the page itself and pictures, gzipped (level 6)."""
+    total = 0
+    for url in urls:
+        rel = unquote(urlsplit(url).path).lstrip("/")
+        file = HTML / rel
+        if rel == path or not file.is_file() or file.suffix.lower() in (".png", ".webp", ".jpg", ".jpeg", ".gif", ".svg"):
+            continue
+        total += len(gzip.compress(file.read_bytes(), compresslevel=6))
+    return total
+
+
+# the visible text outside code and formulas, and any TeX delimiter or command left in it
+RAW_TEX_JS = r"""() => {
+  const copy = document.querySelector('main, article, body').cloneNode(true);
+  copy.querySelectorAll('pre, code, .katex, script, style, .cell_output, .jupyter-widgets').forEach(e => e.remove());
+  const text = copy.textContent;
+  const found = text.match(/\\\(|\\\)|\\\[|\\\]|\$\$|\$[^$\n]{0,80}\\[a-zA-Z]+[^$\n]{0,80}\$|\\(frac|sqrt|mathrm|text|top|sum|cdot|left|right)\b/g);
+  return found || [];
+}"""
+# KaTeX's main font face (from the book's vendor/katex/fonts) loaded for the formulas on the page
+KATEX_FONT_JS = "() => [...document.fonts].some(f => f.family.replace(/\"/g, '') === 'KaTeX_Main' && f.status === 'loaded')"
 
 
 def test_math_and_widgets_render(page_view):
     v, path = page_view, page_view.path
     has_math = v.page.locator(".math, span.math, div.math").count() > 0
     if has_math:
+        # KaTeX rendered each formula at build time: a .katex inside every maths element, none in error
         unrendered = v.page.evaluate(
             "() => Array.from(document.querySelectorAll('span.math, div.math'))"
-            ".filter(e => !e.querySelector('mjx-container')).map(e => e.textContent.slice(0, 60))"
+            ".filter(e => !e.querySelector('.katex .katex-html')).map(e => e.textContent.slice(0, 60))"
         )
-        assert v.page.locator("mjx-container").count() > 0, f"{path}: MathJax rendered nothing"
+        assert v.page.locator(".katex").count() > 0, f"{path}: KaTeX rendered nothing"
         assert unrendered == [], f"{path}: math left as TeX: {unrendered[:5]}"
+        errors = v.page.evaluate("() => Array.from(document.querySelectorAll('.katex-error')).map(e => e.title)")
+        assert errors == [], f"{path}: KaTeX could not render: {errors[:5]}"
+        assert v.page.evaluate(KATEX_FONT_JS), f"{path}: KaTeX's fonts did not load"
+    # no TeX source left in the text a reader sees (code and rendered formulas left out)
+    raw = v.page.evaluate(RAW_TEX_JS)
+    assert raw == [], f"{path}: TeX source shown as text: {raw[:5]}"
     assert v.page.evaluate(UNRENDERED_VIEWS_JS) == [], f"{path}: widget views not rendered"
     errors = v.page.locator(".jupyter-widgets-error-widget").count()
     assert errors == 0, f"{path}: {errors} widget(s) failed to render (error placeholder shown)"
+
+
+# the theme's icons, <i class="fa-...">: each visible one drawn by a Font Awesome webfont glyph (CSS ::before)
+ICONS_JS = """() => Array.from(document.querySelectorAll('i[class*="fa-"], span[class*="fa-"]'))
+  .filter(i => i.checkVisibility() && i.getBoundingClientRect().width > 0)
+  .map(i => { const b = getComputedStyle(i, '::before');
+              return {icon: i.className, content: b.content, font: b.fontFamily, weight: b.fontWeight}; })"""
+
+
+def test_icons_draw_from_the_theme_webfonts_without_fontawesome_js(page_view):
+    v, path = page_view, page_view.path
+    scripts = v.page.evaluate("Array.from(document.scripts).map(s => s.src.split('?')[0])")
+    assert not [s for s in scripts if s.endswith("fontawesome.js")], f"{path} loads fontawesome.js (0.54 MB gzipped) again"
+    icons = v.page.evaluate(ICONS_JS)
+    assert icons, f"{path}: no visible Font Awesome icon (the header's buttons should have some)"
+    blank = [i for i in icons if i["content"] in ("none", "normal", '""') or "Font Awesome" not in i["font"]]
+    assert blank == [], f"{path}: icons with no glyph: {blank[:5]}"
+    # every family the icons ask for has a webfont face that the page loaded
+    missing = v.page.evaluate("""icons => {
+      const loaded = new Set([...document.fonts].filter(f => f.status === 'loaded').map(f => f.family.replace(/"/g, '')));
+      return [...new Set(icons.map(i => i.font.split(',')[0].replace(/"/g, '').trim()))].filter(f => !loaded.has(f)); }""", icons)
+    assert missing == [], f"{path}: icon fonts not loaded: {missing}"
 
 
 def test_every_visible_image_says_what_it_shows(page_view):
