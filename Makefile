@@ -78,6 +78,12 @@ student: install
 bench: install
 	$(BIN)/python tools/bench_explorers.py
 
+# the weight of a first visit of every page, gzipped, every request added (tools/bench_pages.py; needs
+# `make book`); BASELINE=path/to/other/_build/html measures another build beside it, in the same run
+.PHONY: bench-pages
+bench-pages: install
+	$(BIN)/python tools/bench_pages.py $(if $(BASELINE),--baseline $(BASELINE))
+
 # chapter 6: train the head model and the bigram from scratch (seeded, CPU) and write their weights and
 # training log into attention_lab/data/ (tools/train.py; 60 to 80 s on the 2-core machine)
 .PHONY: train
