@@ -23,7 +23,7 @@ from sphinx.errors import ConfigError
 import hide_solutions
 import launch_notebooks
 import notebooks as nbtool
-from conftest import _missing
+from browsing import missing
 
 ROOT = Path(__file__).resolve().parents[1]
 NORMAL = ROOT / "_build" / "html"
@@ -136,7 +136,7 @@ def hidden(tmp_path_factory):
 def normal():
     marker = NORMAL / hide_solutions.MARKER
     if not (NORMAL / "index.html").is_file() or (marker.is_file() and marker.read_text().strip() != "shown"):
-        _missing(f"{NORMAL} is not a build with solutions: run `make book` first")
+        missing(f"{NORMAL} is not a build with solutions: run `make book` first")
     return NORMAL
 
 

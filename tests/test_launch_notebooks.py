@@ -20,7 +20,7 @@ import launch_notebooks as ln
 import nbformat
 import pytest
 import student_edition
-from conftest import built_page
+from browsing import built_page
 from nbformat.v4 import new_markdown_cell
 
 import notebooks as nbtool

@@ -31,7 +31,7 @@ from pathlib import Path
 import pytest
 
 import notebooks as nbtool
-from conftest import _free_port, _missing
+from browsing import free_port, missing
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "book" / "how_to_run.md"
@@ -89,14 +89,14 @@ sys.exit("jupyter lab did not answer in 90 s")
 @pytest.mark.slow
 def test_the_documented_local_route_runs_a_chapter_from_a_fresh_clone(tmp_path):
     if shutil.which("git") is None or shutil.which("bash") is None:
-        _missing("the local route needs git and bash")
+        missing("the local route needs git and bash")
     blocks = console_blocks(PAGE.read_text())
     assert len(blocks) >= 2, "book/how_to_run.md: expected the clone block, then the Linux and macOS block"
     clone, linux = blocks[0], blocks[1]
     url, _ = nbtool.repository()
     assert clone[0] == f"git clone {url}", "the clone block is stale: run `make sync`"
     if shutil.which(linux[0].split()[0]) is None:
-        _missing(f"`{linux[0].split()[0]}` is not on the PATH; the page's first command needs it")
+        missing(f"`{linux[0].split()[0]}` is not on the PATH; the page's first command needs it")
 
     origin = tmp_path / "origin" / url.rstrip("/").rsplit("/", 1)[-1]
     snapshot(origin)
@@ -106,7 +106,7 @@ def test_the_documented_local_route_runs_a_chapter_from_a_fresh_clone(tmp_path):
     notes = [f"clone: {url} -> the working tree's snapshot {origin}"]
     if index:
         notes.append(f"PyTorch's CPU index {TORCH_INDEX} -> {index} (LEARNER_TORCH_INDEX)")
-    port = _free_port()
+    port = free_port()
     script = ["set -euo pipefail", "PS4='+ [${SECONDS}s] '", "set -x"]
     for line in clone:
         script.append(line.replace(url, str(origin)))

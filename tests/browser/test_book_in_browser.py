@@ -12,7 +12,7 @@ import json
 from urllib.parse import unquote, urlsplit
 
 import pytest
-from conftest import AXE, HTML, UNRENDERED_VIEWS_JS, _missing, chapter_pages
+from browsing import AXE, HTML, UNRENDERED_VIEWS_JS, missing, chapter_pages
 
 CHAPTERS = chapter_pages()
 AXE_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
@@ -24,7 +24,7 @@ MAX_SHARED_GZIP_MB = 1.4
 
 def _require_built(path):
     if path == "(book not built)":
-        _missing("the book is not built: run `make book` first")
+        missing("the book is not built: run `make book` first")
 
 
 def test_page_loads_self_contained_without_errors(page_view):
@@ -184,7 +184,7 @@ def test_static_explorers_answer_the_keyboard(visit, path):
 def test_axe_wcag21aa_no_serious_or_critical(page_view):
     v, path = page_view, page_view.path
     if not AXE.is_file():
-        _missing(f"{AXE} missing: run `npm ci`")
+        missing(f"{AXE} missing: run `npm ci`")
     v.page.add_script_tag(path=str(AXE))
     result = v.page.evaluate(
         "tags => axe.run(document, {runOnly: {type: 'tag', values: tags}, resultTypes: ['violations']})", AXE_TAGS

@@ -14,7 +14,7 @@ import re
 import nbformat
 import pytest
 from bs4 import BeautifulSoup
-from conftest import HTML, book_pages, built_page
+from browsing import HTML, book_pages, built_page
 
 import notebooks as nbtool
 

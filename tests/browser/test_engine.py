@@ -28,7 +28,7 @@ import pytest
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from conftest import CHROMIUM, ROOT, _missing
+from browsing import CHROMIUM, ROOT, missing
 from matplotlib import colormaps
 from matplotlib.colors import Normalize
 
@@ -53,9 +53,9 @@ TEXT = "First Citizen:\nBefore we proceed any further, hear me speak."
 @pytest.fixture(scope="module")
 def page(request):
     if not CHROMIUM.exists():
-        _missing(f"{CHROMIUM} not found: install Debian's chromium (apt-get install -y chromium)")
+        missing(f"{CHROMIUM} not found: install Debian's chromium (apt-get install -y chromium)")
     if importlib.util.find_spec("playwright") is None:
-        _missing("playwright is not installed: pip install -r requirements.txt")
+        missing("playwright is not installed: pip install -r requirements.txt")
     context = request.getfixturevalue("browser").new_context()
     p = context.new_page()
     p.set_content("<html><body></body></html>")

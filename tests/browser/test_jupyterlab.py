@@ -29,7 +29,7 @@ import urllib.request
 
 import nbformat
 import pytest
-from conftest import CHROMIUM, ROOT, SCREENSHOTS, PageVisit, _free_port, _missing
+from browsing import CHROMIUM, ROOT, SCREENSHOTS, PageVisit, free_port, missing
 
 # three chapters by default (CI time): chapter 1; chapter 4, with a solution in text, code and text again and a
 # toggle; chapter 6, whose solutions print (the printing moves into their folded <details>) and whose explorer
@@ -70,11 +70,11 @@ def jupyterlab(tmp_path_factory):
     try:
         import jupyterlab  # noqa: F401
     except ImportError:
-        _missing("JupyterLab is not installed: pip install -r requirements.txt")
+        missing("JupyterLab is not installed: pip install -r requirements.txt")
     if not CHROMIUM.exists():
-        _missing(f"{CHROMIUM} not found: install Debian's chromium (apt-get install -y chromium)")
+        missing(f"{CHROMIUM} not found: install Debian's chromium (apt-get install -y chromium)")
     if not _ALL:
-        _missing("notebooks/ holds no launch notebooks: run `make launch`")
+        missing("notebooks/ holds no launch notebooks: run `make launch`")
     home = tmp_path_factory.mktemp("jupyterlab")
     shutil.copytree(ROOT / "notebooks", home / "root" / "notebooks")
     for name, value in SETTINGS.items():
@@ -84,7 +84,7 @@ def jupyterlab(tmp_path_factory):
     env = dict(os.environ, JUPYTERLAB_SETTINGS_DIR=str(home / "settings"),
                JUPYTERLAB_WORKSPACES_DIR=str(home / "workspaces"), JUPYTER_RUNTIME_DIR=str(home / "runtime"),
                JUPYTER_CONFIG_DIR=str(home / "config"), JUPYTER_DATA_DIR=str(home / "data"))
-    port = _free_port()
+    port = free_port()
     log = (home / "server.log").open("w")
     server = subprocess.Popen(
         [sys.executable, "-m", "jupyterlab", "--no-browser", "--ServerApp.token=", "--ServerApp.password=",
@@ -132,7 +132,7 @@ def _rendered_blocks(page) -> list[tuple[str, bool]]:
 def test_a_chapter_in_jupyterlab_reads_like_the_book(jupyterlab, browser, stem):
     path = ROOT / "notebooks" / f"{stem}.ipynb"
     if not path.is_file():
-        _missing(f"{path} does not exist: run `make launch`")
+        missing(f"{path} does not exist: run `make launch`")
     nb = nbformat.read(path, as_version=4)
     markdown = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
     exercises = re.findall(r"^### (?:<a id=\"[^\"]+\"></a>)?(Exercise [\d.]+)", markdown, re.M)

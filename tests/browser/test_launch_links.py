@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 import nbformat
 import pytest
-from conftest import ROOT, built_page
+from browsing import ROOT, built_page
 
 import notebooks as nbtool
 

@@ -28,7 +28,7 @@ import re
 
 import numpy as np
 import pytest
-from conftest import SCREENSHOTS, built_page, chapter_pages
+from browsing import SCREENSHOTS, built_page, chapter_pages
 from matplotlib import colormaps
 
 WINDOWS = [(1280, "light"), (1280, "dark"), (390, "light"), (390, "dark")]

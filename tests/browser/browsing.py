@@ -1,0 +1,156 @@
+"""What the browser tests share: where the built book is, Debian's Chromium, and page visits.
+
+Nothing is downloaded: the browser is /usr/bin/chromium (apt `chromium`), driven by Playwright through
+`executable_path`; `playwright install` is never needed. Every request that leaves localhost is aborted
+and recorded (:class:`PageVisit`), so a test can assert the book is self-contained. The fixtures built on
+these (the served book, the browser, pages loaded once per module) are in tests/browser/conftest.py; test
+modules import these helpers with ``from browsing import ...`` (pyproject puts tests/browser on the path).
+"""
+
+from __future__ import annotations
+
+import http.server
+import os
+import socket
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+HTML = ROOT / "_build" / "html"
+SCREENSHOTS = ROOT / "_build" / "screenshots"
+# Debian's chromium here and in .ci/run; the GitHub workflow points CHROMIUM at the runner's Chrome
+CHROMIUM = Path(os.environ.get("CHROMIUM", "/usr/bin/chromium"))
+AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
+CHROMIUM_ARGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+    "--disable-sync", "--no-first-run",
+]
+LOCAL_HOSTS = {"127.0.0.1", "localhost"}
+
+
+def missing(reason: str):
+    """Skip on a developer's machine; fail in CI (CI=true), where a skipped browser test would hide a gap."""
+    if os.environ.get("CI"):
+        pytest.fail(reason + " (CI is set, so this is a failure, not a skip)")
+    pytest.skip(reason)
+
+
+def built_page(relative: str) -> Path:
+    """A page of the built book, _build/html/<relative>; skips (fails in CI) when it is not built."""
+    page = HTML / relative
+    if not page.is_file():
+        missing(f"{page} is not built: run `make book` first")
+    return page
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now (for a server a test starts)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def book_pages() -> list[str]:
+    """Every HTML page of the built book, relative to _build/html (empty when it is not built)."""
+    if not HTML.is_dir():
+        return []
+    skip = ("_static/", "_sources/", "_images/")
+    return sorted(
+        p.relative_to(HTML).as_posix() for p in HTML.rglob("*.html") if not p.relative_to(HTML).as_posix().startswith(skip)
+    )
+
+
+class QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):  # keep pytest's output for the findings
+        pass
+
+
+class PageVisit:
+    """One page load with everything that went wrong on the way recorded."""
+
+    def __init__(self, page, url: str):
+        self.page = page
+        self.url = url
+        self.third_party: list[str] = []
+        self.failed: list[str] = []
+        self.console_errors: list[str] = []
+        self.bytes_by_url: dict[str, int] = {}
+        page.route("**/*", self._route)
+        page.on("requestfailed", lambda r: self.failed.append(f"{r.url} ({r.failure})"))
+        page.on("response", self._response)
+        page.on("console", lambda m: self.console_errors.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda e: self.console_errors.append(f"uncaught: {e}"))
+
+    def _route(self, route):
+        host = urlsplit(route.request.url).hostname
+        if route.request.url.startswith(("data:", "blob:")) or host in LOCAL_HOSTS:
+            route.continue_()
+        else:
+            self.third_party.append(route.request.url)
+            route.abort()
+
+    def _response(self, response):
+        if response.status >= 400:
+            self.failed.append(f"{response.url} (HTTP {response.status})")
+        try:
+            length = int(response.headers.get("content-length", "0"))
+        except ValueError:
+            length = 0
+        self.bytes_by_url[response.url] = length
+
+    def settle(self):
+        """Wait for the network, MathJax and the widget manager to finish."""
+        self.page.wait_for_load_state("networkidle")
+        self.page.evaluate(
+            "() => (window.MathJax && window.MathJax.startup && window.MathJax.startup.promise) || null"
+        )
+        views = self.page.locator('script[type="application/vnd.jupyter.widget-view+json"]').count()
+        if views:
+            try:
+                self.page.wait_for_function(UNRENDERED_VIEWS_JS + ".length === 0", timeout=20_000)
+            except Exception:
+                pass  # the test reports which views did not render
+        self.page.wait_for_timeout(300)
+
+
+# widget-view scripts whose output area holds no rendered widget (html-manager puts the view before the script)
+UNRENDERED_VIEWS_JS = """(() => Array.from(document.querySelectorAll('script[type="application/vnd.jupyter.widget-view+json"]'))
+  .filter(s => !s.parentElement.querySelector('.jupyter-widgets:not(.jupyter-widgets-error-widget), .widget-subarea > *'))
+  .map(s => s.textContent.trim().slice(0, 80)))()"""
+
+
+def open_page(browser, url: str, width: int = 1280, color_scheme: str = "light"):
+    """(browser context, settled PageVisit) for ``url`` in a window ``width`` CSS px wide."""
+    context = browser.new_context(viewport={"width": width, "height": 900}, color_scheme=color_scheme)
+    page = context.new_page()
+    v = PageVisit(page, url)
+    page.goto(v.url, wait_until="load")
+    v.settle()
+    return context, v
+
+
+def chapter_pages() -> list[str]:
+    """The built chapters, lessons/NN_slug.html, or a placeholder whose tests say the book is not built."""
+    return [p for p in book_pages() if p.startswith("lessons/")] or ["(book not built)"]
+
+
+class ChapterViews:
+    """One chapter, opened once per (window width, colour scheme) a test asks for and kept open."""
+
+    def __init__(self, browser, book_url: str, path: str):
+        self.browser, self.book_url, self.path = browser, book_url, path
+        self.stem = path.rsplit("/", 1)[-1].removesuffix(".html")
+        self._open: dict[tuple[int, str], tuple] = {}
+
+    def view(self, width: int, color_scheme: str) -> PageVisit:
+        key = (width, color_scheme)
+        if key not in self._open:
+            self._open[key] = open_page(self.browser, self.book_url + self.path, width, color_scheme)
+        return self._open[key][1]
+
+    def close(self):
+        for context, _ in self._open.values():
+            context.close()
+        self._open.clear()
