@@ -147,3 +147,16 @@ def test_chapter_6_measures_a_trained_head_that_looks_a_character_or_two_back():
     trained, untrained = rows["trained"], rows["untrained"]
     assert trained[0] + trained[1] > 0.8 and trained[-1] < 1, trained
     assert max(untrained[:6]) < 0.1 and untrained[-1] > 10, untrained
+
+
+def test_unscaled_rows_are_sharp_at_16_and_nearly_frozen_only_at_256():
+    """Chapter 3: unscaled, the top weight's gradient p(1 - p) is still more than half its 0.25 maximum at
+    d_k = 16 and nearly gone at d_k = 256; scaled, it stays near the maximum at both widths."""
+    rows = output_of("03_scaled_dot_product", "def mean_top_gradient").splitlines()
+    assert rows[0].split() == ["queries", "and", "keys", "unscaled", "p(1-p)", "scaled", "p(1-p)"]
+    table = {r[:26].strip(): [float(v) for v in r[26:].split()] for r in rows[1:]}
+    top16, grad16, _, scaled_grad16 = table["unit variance, d_k = 16"]
+    top256, grad256, _, scaled_grad256 = table["unit variance, d_k = 256"]
+    assert 0.7 < top16 < 0.8 and grad16 > 0.125, f"d_k = 16: top weight {top16}, p(1-p) {grad16}"
+    assert top256 > 0.9 and grad256 < 0.05, f"d_k = 256: top weight {top256}, p(1-p) {grad256}"
+    assert min(scaled_grad16, scaled_grad256) > 0.2
