@@ -22,6 +22,8 @@ FACTS = [
     ("02_queries_keys_values", "torch.allclose(grid, grid.T)", "scores[0] equals its transpose: False"),
     ("02_queries_keys_values", "tied = q @ q.transpose(-2, -1)",
      "tied, W_K = W_Q:\n  symmetric:               True"),
+    # chapter 2: under the causal pattern no pair i != j is used both ways round, so tying costs elsewhere
+    ("02_queries_keys_values", "tied = q @ q.transpose(-2, -1)", "pairs i != j kept both ways round: 0"),
     ("03_scaled_dot_product", "for d_k in [1, 4, 16, 64, 256]", "  256      255.8                   1.00"),
     ("03_scaled_dot_product", "F.softmax(torch.tensor([8.0, 0.0])", "softmax([8, 0]) = ['0.9997', '0.0003']"),
     ("03_scaled_dot_product", ".backward()", "logits [8.0, 0.0]: first output 0.9997, gradient ['0.0003', '-0.0003']"),
