@@ -22,6 +22,8 @@ FACTS = [
     ("02_queries_keys_values", "torch.allclose(grid, grid.T)", "scores[0] equals its transpose: False"),
     ("02_queries_keys_values", "tied = q @ q.transpose(-2, -1)",
      "tied, W_K = W_Q:\n  symmetric:               True"),
+    # chapter 2: under the causal pattern no pair i != j is used both ways round, so tying costs elsewhere
+    ("02_queries_keys_values", "tied = q @ q.transpose(-2, -1)", "pairs i != j kept both ways round: 0"),
     ("03_scaled_dot_product", "for d_k in [1, 4, 16, 64, 256]", "  256      255.8                   1.00"),
     ("03_scaled_dot_product", "F.softmax(torch.tensor([8.0, 0.0])", "softmax([8, 0]) = ['0.9997', '0.0003']"),
     ("03_scaled_dot_product", ".backward()", "logits [8.0, 0.0]: first output 0.9997, gradient ['0.0003', '-0.0003']"),
@@ -37,6 +39,16 @@ FACTS = [
     ("04_masking_the_future", "for name, fill in fills", "fill      -100: future weights all exactly 0: False"),
     ("04_masking_the_future", "hide_all = torch.ones", "-inf: tensor([nan, nan, nan])\n-1e9: tensor([0.33, 0.33, 0.33])"),
     ("04_masking_the_future", "torch.equal(F.softmax(equal", "softmax of equal scores is Fig. 2's w: True"),
+    # chapter 4: e^-103 is rounded to the smallest subnormal; the smallest normal; float16's fills
+    ("04_masking_the_future", "info = torch.finfo(torch.float32)",
+     "e^-103 in float64:   1.852e-45\ne^-103 in float32:   1.401e-45\n2**-149:             1.401e-45"),
+    ("04_masking_the_future", "info = torch.finfo(torch.float32)", "smallest normal:     1.175e-38 = e^-87.3"),
+    ("04_masking_the_future", "info = torch.finfo(torch.float32)", "finfo.tiny is the smallest normal: True"),
+    ("04_masking_the_future", "scores.half().masked_fill(future, -1e9)",
+     "RuntimeError: value cannot be converted to type c10::Half without overflow"),
+    ("04_masking_the_future", "low = torch.finfo(half.dtype).min", "finfo(float16).min: -65504.0\n"
+     "float16, fill      -inf: future weights all exactly 0: True\n"
+     "float16, fill finfo.min: future weights all exactly 0: True"),
     ("05_one_head", "out = head(x)", "out: (4, 8, 16)"),
     ("05_one_head", "named_buffers()", "buffers:    ['tril']\n'tril' in parameters: False"),
     ("05_one_head", "is_causal=True)", "allclose: True"),
@@ -49,6 +61,9 @@ FACTS = [
     ("05_one_head", "order = torch.cat", "output at t unchanged: True\noutputs before t changed: True"),
     ("05_one_head", "x_other[0] = torch.randn", "sequence 0 changed: True\nsequences 1 to 3 identical: True"),
     ("05_one_head", "q[:, None]", "out4[:, 0] equals out: True"),
+    # chapter 5: nanoGPT's flash test holds here (so it registers no mask); the 3-D call is the math path
+    ("05_one_head", 'hasattr(F, "scaled_dot_product_attention")', "F.scaled_dot_product_attention exists: True"),
+    ("05_one_head", "sdpa_kernel(SDPBackend.MATH)", "3-D call, bit for bit the math path: True"),
     ("05_one_head", "sdpa_kernel(SDPBackend.FLASH_ATTENTION)", "3-D input: refused"),
     ("05_one_head", "sdpa_kernel(SDPBackend.FLASH_ATTENTION)", "4-D input: ran on the flash kernel"),
     ("05_one_head", "position_table(torch.arange(block_size + 1))", "IndexError: index out of range"),
@@ -147,3 +162,16 @@ def test_chapter_6_measures_a_trained_head_that_looks_a_character_or_two_back():
     trained, untrained = rows["trained"], rows["untrained"]
     assert trained[0] + trained[1] > 0.8 and trained[-1] < 1, trained
     assert max(untrained[:6]) < 0.1 and untrained[-1] > 10, untrained
+
+
+def test_unscaled_rows_are_sharp_at_16_and_nearly_frozen_only_at_256():
+    """Chapter 3: unscaled, the top weight's gradient p(1 - p) is still more than half its 0.25 maximum at
+    d_k = 16 and nearly gone at d_k = 256; scaled, it stays near the maximum at both widths."""
+    rows = output_of("03_scaled_dot_product", "def mean_top_gradient").splitlines()
+    assert rows[0].split() == ["queries", "and", "keys", "unscaled", "p(1-p)", "scaled", "p(1-p)"]
+    table = {r[:26].strip(): [float(v) for v in r[26:].split()] for r in rows[1:]}
+    top16, grad16, _, scaled_grad16 = table["unit variance, d_k = 16"]
+    top256, grad256, _, scaled_grad256 = table["unit variance, d_k = 256"]
+    assert 0.7 < top16 < 0.8 and grad16 > 0.125, f"d_k = 16: top weight {top16}, p(1-p) {grad16}"
+    assert top256 > 0.9 and grad256 < 0.05, f"d_k = 256: top weight {top256}, p(1-p) {grad256}"
+    assert min(scaled_grad16, scaled_grad256) > 0.2
