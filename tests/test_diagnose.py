@@ -183,7 +183,7 @@ MISTAKES = {
     "dropout on in eval": (dict(dropout_on=True), {"eval_dropout"}, set(), "training=self.training"),
     "mask not sliced": (dict(slice=False), {"short_T"}, set(), "slice the mask with tril[:T, :T]"),
     "in place": (dict(inplace=True), {"in_place"}, set(), "in place"),
-    "row 5 sees key 6": (dict(leak=(5, 6)), {"causal", "sdpa"}, set(), "row 5 sees position 6"),
+    "row 5 sees key 6": (dict(leak=(5, 6)), {"causal", "sdpa"}, set(), "row 5 sees key 6"),
 }
 
 
@@ -254,7 +254,16 @@ def test_sizes_are_inferred_and_said(style, sizes):
 def test_the_future_row_is_named():
     card = card_of("lesson", dict(leak=(2, 7)))
     assert card.causal.value == (2, 7)
-    assert "row 2 sees position 7" in card.causal.text
+    assert "row 2 sees key 7" in card.causal.text
+
+
+@pytest.mark.parametrize("how", [dict(dim=-2), dict(mask="after")])
+def test_a_row_that_depends_on_later_positions_without_weighting_them_is_named(how):
+    # the future weights are 0, yet the softmax's sum reaches later queries or keys
+    card = card_of("lesson", how)
+    assert card.causal.value == (0, 1)
+    assert ("row 0 depends on position 1, though its weight on key 1 is 0"
+            in card.causal.text)
 
 
 # ---------------------------------------------------------------- odd input
