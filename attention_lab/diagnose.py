@@ -1,24 +1,17 @@
-"""A report card for a causal head written in any common style (chapter 5's exercise ``ex-head-style``).
+"""A report card for one causal head written in any common style (chapter 5).
 
-``diagnose(obj)`` takes one causal self-attention head as learners bring it from elsewhere and says,
-one line per verdict, what it does and what to change. Every verdict is measured by running the head
-on seeded inputs, never guessed from attribute names:
-
-- an ``nn.Module`` mapping (B, T, C) to (B, T, head_size), whatever its attribute names: the lesson's
-  ``key``/``query``/``value``, ``W_query``/``W_key``/``W_value``, nanoGPT's fused ``c_attn`` (split
-  q, k, v in that order) with n_head = 1 and a ``c_proj`` output projection, a multi-head module with
-  one head. The projections are found by shape and call order (the first ``nn.Linear`` layers fed the
-  same (B, T, C) input); an output projection is read at its input, so the card is about the head;
-- a function of ``(q, k, v)`` returning (B, T, head_size);
-- a function of ``x`` returning (B, T, head_size); the ``nn.Linear`` layers it closes over are found
-  like a module's.
-
-C, head_size and block_size are inferred from the layers and from a square mask buffer (or tensor in
-the closure) where possible, else taken from the arguments; the card's second line says what was not.
-
-The learner's code runs on copies (a module is deep-copied, inputs are cloned) in ``eval()``, in
-float32 on the CPU under ``no_grad``, with inputs drawn inside ``torch.random.fork_rng``: the
-notebook's random stream is left as it was. Importing this module has no side effects.
+``diagnose(obj)`` takes a head as learners bring it from elsewhere and says, one line per verdict
+(:data:`VERDICTS`), what it does and what to change. Each verdict is measured by running the head on
+seeded inputs, never guessed from names. ``obj`` may be an ``nn.Module`` mapping (B, T, C) to
+(B, T, head_size) whatever its attribute names (the lesson's ``key``/``query``/``value``,
+``W_query``/``W_key``/``W_value``, nanoGPT's fused ``c_attn``, split q, k, v in that order, with
+n_head = 1 and a ``c_proj``, a multi-head module with one head), a function of ``x`` (the
+``nn.Linear`` layers it closes over are found like a module's), or a function of ``(q, k, v)``.
+The projections are the first ``nn.Linear`` layers fed the same (B, T, C) input (three, or one fused);
+an output projection after them is read at its input. C, head_size and block_size come from the
+layers and a square mask buffer where possible, else from the arguments; the card's first line says
+which. The learner's code runs on copies, in ``eval()``, float32, CPU, ``no_grad``, with inputs drawn
+inside ``torch.random.fork_rng``. Importing this module has no side effects.
 """
 
 from __future__ import annotations
@@ -149,21 +142,19 @@ def _error(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {lines[0][:120] if lines else ''}"
 
 
-def _closure(fn) -> dict:
+def _look_into(fn) -> tuple[dict, int | None]:
+    """The names a function closes over (or reads as globals), and its required positionals."""
     try:
         found = inspect.getclosurevars(fn)
+        found = {**found.globals, **found.nonlocals}
     except (TypeError, ValueError):
-        return {}
-    return {**found.globals, **found.nonlocals}
-
-
-def _positional(fn) -> int | None:
+        found = {}
     try:
         params = inspect.signature(fn).parameters.values()
     except (TypeError, ValueError):
-        return None
-    return sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty
-               for p in params)
+        return found, None
+    return found, sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+                      and p.default is p.empty for p in params)
 
 
 class _Subject:
@@ -185,10 +176,11 @@ class _Subject:
                 pass
             self.kind, self.fn, self.roots = "a module", obj, [obj]
         elif callable(obj):
-            found = _closure(obj)
-            qkv = _positional(obj) == 3
-            self.kind = "a function of (q, k, v)" if qkv else "a function of x"
+            found, n = _look_into(obj)
+            self.kind = "a function of (q, k, v)" if n == 3 else "a function of x"
             self.fn, self.roots = obj, [m for m in found.values() if isinstance(m, nn.Module)]
+            if isinstance(getattr(obj, "__self__", None), nn.Module):  # a module's bound method
+                self.roots.append(obj.__self__)
         else:
             raise _Unusable(f"not callable: diagnose takes an nn.Module, a function of x or of "
                             f"(q, k, v); got a {type(obj).__name__}")
@@ -217,10 +209,6 @@ class _Subject:
     @property
     def takes_qkv(self) -> bool:
         return self.kind == "a function of (q, k, v)"
-
-    @property
-    def measurable(self) -> bool:
-        return self.takes_qkv or bool(self.layers)
 
     def run(self, *inputs):
         """The head's output for x (or q, k, v); with an output projection, that layer's input."""
@@ -283,8 +271,8 @@ class _Subject:
 
 
 def _block_size(subject) -> int | None:
-    for t in subject.masks:  # a square mask, (bs, bs) or nanoGPT's (1, 1, bs, bs)
-        if t.dim() >= 2 and t.shape[-1] == t.shape[-2] > 1:
+    for t in subject.masks:  # a square 0/1 mask, (bs, bs) or nanoGPT's (1, 1, bs, bs)
+        if t.dim() >= 2 and t.shape[-1] == t.shape[-2] > 1 and ((t == 0) | (t == 1)).all():
             return int(t.shape[-1])
     return None
 
@@ -561,7 +549,7 @@ def _measure(card, h):
                              changed) if changed else Verdict(True, "leaves its input unchanged"))
     card.eval_dropout = _safe(lambda: _dropout(h))
     with _NoDropout():  # the rest is measured with dropout off, whatever the head does
-        if h.measurable:
+        if h.takes_qkv or h.layers:
             try:
                 h.find_v(h.B, h.T, h.hs)
                 _read(card, h)

@@ -311,6 +311,28 @@ def test_function_of_x_without_layers_is_measured_where_it_can_be():
     assert "q, k, v projections not found" in card.sizes
 
 
+def test_a_bound_forward_is_read_like_its_module():
+    head, _ = STYLES["W_query"](dict(scale="1/d_k"))
+    card = diagnose(head.forward)
+    assert card.kind == "a function of x"
+    assert_card(card, {"scale", "sdpa"})
+
+
+def test_a_square_weight_is_not_taken_for_the_mask():
+    square = nn.Linear(C, C, bias=False)  # a (C, C) tensor in the closure, not 0/1
+    key, query, value = (nn.Linear(C, HS, bias=False) for _ in range(3))
+    weight = square.weight.detach()
+
+    def head(x):
+        x = x + 0 * (x @ weight)
+        k, q, v = key(x), query(x), value(x)
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+    card = diagnose(head)
+    assert card.sizes.startswith("C=64, head_size=16 (from its projections); block_size not inferred")
+    assert_card(card, set())
+
+
 def test_short_T_raises_name_the_error_and_T():
     card = card_of("lesson", dict(slice=False))
     assert card.short_T.value == 1
