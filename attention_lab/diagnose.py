@@ -36,8 +36,11 @@ TOL = 1e-5  # float32 rounding of a right head stays far below this; every mista
 SUPPORT = 1e-6  # a weight below this counts as masked when reading which keys a row uses
 LINE_WIDTH = 77  # the book's code column
 MARKS = {True: "✓", False: "✗", None: "–"}
-VERDICTS = ("runs", "causal", "scale", "softmax_axis", "mask_order", "exact_mask", "eval_dropout",
-            "short_T", "in_place", "sdpa")
+VERDICTS = {  # field -> what a "not measured" line is about
+    "runs": "runs", "causal": "causal", "scale": "scale", "softmax_axis": "softmax axis",
+    "mask_order": "mask before the softmax", "exact_mask": "exact mask",
+    "eval_dropout": "dropout off in eval()", "short_T": "T < block_size",
+    "in_place": "input left unchanged", "sdpa": "agreement with F.scaled_dot_product_attention"}
 
 
 @dataclass
@@ -48,8 +51,9 @@ class Verdict:
     text: str
     value: object = None  # the measured number behind the line, if any
 
-    def line(self) -> str:
-        return _wrap(f"{MARKS[self.ok]} {self.text}")
+    def line(self, about: str = "") -> str:
+        about = f"{about}: " if about and self.ok is None else ""
+        return _wrap(f"{MARKS[self.ok]} {about}{self.text}")
 
 
 def _wrap(text: str) -> str:
@@ -91,7 +95,7 @@ class Diagnosis:
         return [name for name, v in self.verdicts().items() if v.ok is False]
 
     def __str__(self) -> str:
-        lines = [v.line() for v in self.verdicts().values()]
+        lines = [v.line(VERDICTS[name]) for name, v in self.verdicts().items()]
         return "\n".join([_wrap(f"diagnose({self.name}): {self.kind}; {self.sizes}"), *lines])
 
     __repr__ = __str__
@@ -186,8 +190,8 @@ class _Subject:
                             f"(q, k, v); got a {type(obj).__name__}")
         self.masks = [t for t in found.values() if isinstance(t, torch.Tensor)]
         self.masks += [b for r in self.roots for b in r.buffers()]
-        self.linears = list({id(m): m for r in self.roots for m in r.modules()
-                             if isinstance(m, nn.Linear)}.values())
+        self.linears = {m: n for r in self.roots for n, m in r.named_modules()
+                        if isinstance(m, nn.Linear)}  # layer -> its name
 
     def __enter__(self):
         self.modes = [(m, m.training) for r in self.roots for m in r.modules()]
@@ -540,8 +544,9 @@ def _measure(card, h):
     if why:
         card.runs = Verdict(False, f"{why} at T={h.T}")
         return
+    read_at = f", read at the input of `{h.linears[h.proj]}`" if h.proj is not None else ""
     card.runs = Verdict(True, f"runs: {'(q, k, v)' if h.takes_qkv else '(B, T, C)'} -> "
-                              f"(B, T, head_size) = {tuple(out.shape)}")
+                              f"(B, T, head_size) = {tuple(out.shape)}{read_at}")
     names = ["q", "k", "v"] if h.takes_qkv else ["x"]
     changed = [n for n, a, b in zip(names, h.inputs, given) if not torch.equal(a, b)]
     card.in_place = (Verdict(False, f"changes its input {', '.join(changed)} in place: use "

@@ -251,6 +251,12 @@ def test_sizes_are_inferred_and_said(style, sizes):
     assert card_of(style, {}).sizes == sizes
 
 
+@pytest.mark.parametrize("style, layer", [("nanogpt", "c_proj"), ("multihead", "proj")])
+def test_an_output_projection_is_read_at_its_input(style, layer):
+    card = card_of(style, {})
+    assert card.runs.text.endswith(f", read at the input of `{layer}`")
+
+
 def test_the_future_row_is_named():
     card = card_of("lesson", dict(leak=(2, 7)))
     assert card.causal.value == (2, 7)
@@ -300,6 +306,7 @@ def test_odd_input_gives_a_card(obj, sizes, words):
     assert card.runs.ok is False and words in card.runs.text
     assert card.failed == ["runs"]
     assert all(v.ok is None for name, v in card.verdicts().items() if name != "runs")
+    assert "– scale: not measured: the head did not run" in str(card).splitlines()
 
 
 def test_function_of_x_without_layers_is_measured_where_it_can_be():
