@@ -20,6 +20,7 @@ SCALES = {
     "1/sqrt(C)": lambda C, hs: C ** -0.5,
     "1/d_k": lambda C, hs: 1 / hs,
     "none": lambda C, hs: 1.0,
+    "0.3": lambda C, hs: 0.3,
 }
 
 
@@ -249,6 +250,28 @@ def test_finite_fill_names_its_value(style):
 ])
 def test_sizes_are_inferred_and_said(style, sizes):
     assert card_of(style, {}).sizes == sizes
+
+
+@pytest.mark.parametrize("style", ["lesson", "nanogpt", "qkv-function"])
+def test_an_unexpected_scale_is_fitted(style):
+    card = card_of(style, dict(scale="0.3"))
+    assert_card(card, {"scale", "sdpa"})
+    assert card.scale.value == pytest.approx(0.3, rel=1e-4)
+    assert card.scale.text.startswith("scale: an unexpected factor s = 0.3; expected 1/√d_k")
+
+
+def test_weights_that_are_no_softmax_are_said_to_be():
+    tril = torch.tril(torch.ones(BS, BS))
+
+    def attention(q, k, v):
+        T = q.shape[1]
+        weights = torch.sigmoid(q @ k.transpose(-2, -1)) * tril[:T, :T]  # not normalized at all
+        return weights @ v
+
+    card = diagnose(attention, head_size=HS)
+    assert card.scale.ok is False and "the weights are no softmax of s * q @ k^T" in card.scale.text
+    assert card.softmax_axis.ok is None and card.mask_order.ok is None and card.exact_mask.ok is None
+    assert card.causal.ok and card.sdpa.ok is False
 
 
 @pytest.mark.parametrize("style, layer", [("nanogpt", "c_proj"), ("multihead", "proj")])
