@@ -173,6 +173,9 @@ class _Subject:
         self.replace = None  # layer -> output to return instead, to feed the head our own q, k, v
         self.layers, self.order, self.proj, self.C = [], [0, 1, 2], None, None
         found = {}
+        if isinstance(obj, type) and issubclass(obj, nn.Module):
+            raise _Unusable(f"{obj.__name__} is a class: diagnose one of its heads, e.g. "
+                            f"diagnose({obj.__name__}(C, head_size, block_size))")
         if isinstance(obj, nn.Module):
             try:
                 obj = copy.deepcopy(obj)
@@ -230,6 +233,9 @@ class _Subject:
             hs = first[0].out_features
         elif len(first) == 1 and first[0].out_features % 3 == 0:
             hs = first[0].out_features // 3  # fused, split q, k, v as nanoGPT does
+        elif len(first) % 3 == 0 and len({m.out_features for m in first}) == 1:
+            raise _Unusable(f"{len(first) // 3} heads side by side (n_head > 1): diagnose one "
+                            f"head at a time, e.g. the module in heads[0]")
         else:
             return None
         self.layers, self.C = first, C
@@ -302,6 +308,8 @@ def _sizes(subject, C, hs, bs):
         try:
             found = subject.locate(c, T)
             break
+        except _Unusable:
+            raise
         except Exception as exc:  # the wrong width for x, or the learner's own error
             errors.append(exc)
     else:
@@ -437,11 +445,11 @@ def _read(card, h):
         Verdict(True, "softmax over the keys (dim=-1): each row sums to 1") if dim == -1 else
         Verdict(False, "softmax over the queries (dim=-2): columns sum to 1, rows don't; use "
                        "F.softmax(scores, dim=-1)"))
-    low = float(W.sum(dim).min())
+    low, group = float(W.sum(dim).min()), "row" if dim == -1 else "column"
     if not (W <= SUPPORT).any():
         card.mask_order = _unmeasured("nothing is masked")
     elif after:
-        card.mask_order = Verdict(False, f"mask after the softmax: a row sums to {low:.3f}, not "
+        card.mask_order = Verdict(False, f"mask after the softmax: a {group} sums to {low:.3f}, not "
                                          f"1; fill the scores with -inf, then take the softmax",
                                   low)
     else:

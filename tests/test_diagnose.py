@@ -323,6 +323,10 @@ def nan_head(q, k, v):
      "returns shape (2, 8, 8); expected (B, T, head_size) = (2, 8, 16) at T=8"),
     (nan_head, dict(head_size=HS), "returns nan or inf at T=8"),
     (lambda x: x, {}, "C not inferred: no nn.Linear found; call diagnose(obj, C=...)"),
+    (Head, {}, "Head is a class: diagnose one of its heads, e.g. diagnose(Head(C, head_size, "
+               "block_size))"),
+    (MultiHeadAttention(C, 2, HS, BS, {}), {},
+     "2 heads side by side (n_head > 1): diagnose one head at a time"),
 ])
 def test_odd_input_gives_a_card(obj, sizes, words):
     card = diagnose(obj, **sizes)
