@@ -132,9 +132,13 @@ class _NoDropout(TorchFunctionMode):
     """Make every dropout the identity, so a head with dropout left on can still be measured."""
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = dict(kwargs or {})
         if func in (F.dropout, torch.dropout):
             return args[0]
-        return func(*args, **(kwargs or {}))
+        if func is F.scaled_dot_product_attention:  # q, k, v, then these may come by position
+            kwargs.update(zip(["attn_mask", "dropout_p", "is_causal", "scale"], args[3:]))
+            args, kwargs["dropout_p"] = args[:3], 0.0
+        return func(*args, **kwargs)
 
 
 class _Unusable(Exception):
@@ -301,6 +305,7 @@ def _sizes(subject, C, hs, bs):
         return hs or 16, T, (f"head_size={hs} (given)" if hs else
                              "head_size not given: tested with 16") + "; " + said
     widths = [C] if C else list(dict.fromkeys(m.in_features for m in subject.linears))
+    widths += [p.shape[0] for r in subject.roots for p in r.parameters() if p.dim() == 2] if not widths else []
     if not widths:
         raise _Unusable("C not inferred: no nn.Linear found; call diagnose(obj, C=...)")
     errors = []
@@ -315,11 +320,14 @@ def _sizes(subject, C, hs, bs):
     else:
         raise _Unusable(f"forward raised {_error(errors[0])} at x of shape (2, {T}, {widths[0]})")
     subject.C = c
-    if found is None and hs is None:
-        raise _Unusable("head_size not inferred: call diagnose(obj, head_size=...)")
     if found is None:
-        return hs, T, (f"C={c}; q, k, v projections not found (3 nn.Linear(C, head_size), or one "
-                       f"C -> 3*head_size): scale, softmax and mask not measured; " + said)
+        out = subject.run(torch.randn(2, T, c)) if hs is None else None
+        if hs is None and not isinstance(out, torch.Tensor):
+            raise _Unusable("head_size not inferred: call diagnose(obj, head_size=...)")
+        told = f"head_size={hs} (given)" if hs else f"head_size={out.shape[-1]} (from its output)"
+        return hs or out.shape[-1], T, (
+            f"C={c}, {told}; q, k, v projections not found (3 nn.Linear(C, head_size), or one "
+            f"C -> 3*head_size): scale, softmax and mask not measured; " + said)
     return hs or found, T, f"C={c}, head_size={found} (from its projections); " + said
 
 

@@ -367,6 +367,26 @@ def test_a_square_weight_is_not_taken_for_the_mask():
     assert_card(card, set())
 
 
+class ParameterHead(nn.Module):
+    """Projections as bare nn.Parameter matrices: nothing to find, the rest still measured."""
+
+    def __init__(self):
+        super().__init__()
+        self.W_k, self.W_q, self.W_v = (nn.Parameter(torch.randn(C, HS) / 8) for _ in range(3))
+
+    def forward(self, x):
+        q, k, v = x @ self.W_q, x @ self.W_k, x @ self.W_v
+        return F.scaled_dot_product_attention(q, k, v, None, 0.1, is_causal=True)  # dropout on
+
+
+def test_a_head_without_linear_layers_is_measured_where_it_can_be():
+    card = diagnose(ParameterHead(), block_size=BS)
+    assert card.sizes.startswith("C=64, head_size=16 (from its output); q, k, v projections not found")
+    assert {n: v.ok for n, v in card.verdicts().items()} == dict(
+        runs=True, causal=True, scale=None, softmax_axis=None, mask_order=None, exact_mask=None,
+        eval_dropout=False, short_T=True, in_place=True, sdpa=None)
+
+
 def test_short_T_raises_name_the_error_and_T():
     card = card_of("lesson", dict(slice=False))
     assert card.short_T.value == 1
