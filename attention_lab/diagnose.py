@@ -7,11 +7,11 @@ seeded inputs, never guessed from names. ``obj`` may be an ``nn.Module`` mapping
 ``W_query``/``W_key``/``W_value``, nanoGPT's fused ``c_attn``, split q, k, v in that order, with
 n_head = 1 and a ``c_proj``, a multi-head module with one head), a function of ``x`` (the
 ``nn.Linear`` layers it closes over are found like a module's), or a function of ``(q, k, v)``.
-The projections are the first ``nn.Linear`` layers fed the same (B, T, C) input (three, or one fused);
-an output projection after them is read at its input. C, head_size and block_size come from the
-layers and a square mask buffer where possible, else from the arguments; the card's first line says
-which. The learner's code runs on copies, in ``eval()``, float32, CPU, ``no_grad``, with inputs drawn
-inside ``torch.random.fork_rng``. Importing this module has no side effects.
+The projections are the first ``nn.Linear`` layers fed the same (B, T, C) input (three, or one
+fused); an output projection after them is read at its input. C, head_size and block_size come from
+the layers and a square mask buffer where possible, else from the arguments; the card's first line
+says which. The learner's code runs on copies, in ``eval()``, float32, CPU, ``no_grad``, with inputs
+drawn inside ``torch.random.fork_rng``. Importing this module has no side effects.
 """
 
 from __future__ import annotations
@@ -168,8 +168,9 @@ def _look_into(fn) -> tuple[dict, int | None]:
 class _Subject:
     """The learner's head on copies, with its q, k, v projections found by shape and call order.
 
-    ``layers`` are the nn.Linear layers first fed the same (B, T, C) input: three (q, k, v in some
-    order) or one fused, whose output's thirds are the pieces; ``order`` says which piece is q, k, v.
+    ``layers`` are the nn.Linear layers first fed the same (B, T, C) input: three (q, k, v in
+    some order) or one fused, whose output's thirds are the pieces; ``order[i]`` is the piece
+    that is q (i = 0), k (1) or v (2).
     """
 
     def __init__(self, obj):
@@ -305,7 +306,8 @@ def _sizes(subject, C, hs, bs):
         return hs or 16, T, (f"head_size={hs} (given)" if hs else
                              "head_size not given: tested with 16") + "; " + said
     widths = [C] if C else list(dict.fromkeys(m.in_features for m in subject.linears))
-    widths += [p.shape[0] for r in subject.roots for p in r.parameters() if p.dim() == 2] if not widths else []
+    if not widths:  # bare nn.Parameter projections: (C, head_size) matrices
+        widths = [p.shape[0] for r in subject.roots for p in r.parameters() if p.dim() == 2]
     if not widths:
         raise _Unusable("C not inferred: no nn.Linear found; call diagnose(obj, C=...)")
     errors = []
@@ -457,8 +459,8 @@ def _read(card, h):
     if not (W <= SUPPORT).any():
         card.mask_order = _unmeasured("nothing is masked")
     elif after:
-        card.mask_order = Verdict(False, f"mask after the softmax: a {group} sums to {low:.3f}, not "
-                                         f"1; fill the scores with -inf, then take the softmax",
+        card.mask_order = Verdict(False, f"mask after the softmax: a {group} sums to {low:.3f}, "
+                                         f"not 1; fill the scores with -inf, then take the softmax",
                                   low)
     else:
         card.mask_order = Verdict(True, "mask before the softmax: each row's weights sum to 1")
