@@ -279,7 +279,7 @@ def _fit(line: str) -> str:
 def fresh():
     """A newly loaded copy of this module, executed again from its own file (not from ``sys.modules``).
 
-    For graders: ``checks = fresh(); checks.check_head(MyHead, strict=True)``. A learner who
+    For graders: ``checks = fresh(); checks.check_head(FixedHead, strict=True)``. A learner who
     redefines ``checks.check_head`` (or anything else in this module) in the notebook changes only the
     imported module, never the copy. The copy is not registered in ``sys.modules``.
     """
