@@ -426,7 +426,11 @@ def _call(fn, *args, inputs: str, case=None, hints=None, name: str | None = None
     if exc is not None:
         _raise_from(exc, watch, name, inputs, case or SimpleNamespace(),
                     _HINTS if hints is None else hints)
-    _fail_if_changed(before, args, fn, name, inputs)
+    try:
+        params = list(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        params = []
+    _fail_if_changed(before, args, params, name, inputs)
     return result, watch
 
 
@@ -437,7 +441,8 @@ def _snapshot(args) -> list:
         if isinstance(a, torch.Tensor):
             saved.append((n, "tensor", a.detach().clone()))
         for label, module in _modules_in(a):
-            saved.append((n, label, {k: t.detach().clone() for k, t in module.state_dict().items()}))
+            state = module.state_dict().items()
+            saved.append((n, label, {k: t.detach().clone() for k, t in state if isinstance(t, torch.Tensor)}))
     return saved
 
 
@@ -460,20 +465,18 @@ def _changed_state(saved: dict, module: nn.Module, prefix: str) -> list[str]:
     return [f"{prefix}{k}" for k, t in saved.items() if k not in now or not _same(now[k], t)]
 
 
-def _fail_if_changed(before, args, fn, name: str, inputs: str) -> None:
-    """Tell the learner which input (tensor or module) their code changed in place."""
+def _fail_if_changed(before, args, params: list[str], name: str, inputs: str) -> None:
+    """Tell the learner which of ``args`` (a tensor, or a module's weights) their code changed in place;
+    ``before`` is the :func:`_snapshot` of ``args``, ``params`` the names the learner knows them by."""
     __tracebackhide__ = True
-    try:
-        params = list(inspect.signature(fn).parameters)
-    except (TypeError, ValueError):
-        params = []
     for n, label, saved in before:
         arg = params[n] if n < len(params) else f"argument {n + 1}"
         if label == "tensor":
             now = args[n]
             if not _same(now, saved):
-                diff = (now.detach().double() - saved.double()).abs().nan_to_num(math.inf)
-                size = float(diff.max()) if now.shape == saved.shape else math.inf
+                size = math.inf  # a new shape (x.unsqueeze_) changes it more than any number
+                if now.shape == saved.shape:
+                    size = float((now.detach().double() - saved.double()).abs().nan_to_num(math.inf).max())
                 _fail("general/changed-input", name=name, arg=arg, size=size, where=inputs)
             continue
         module = args[n] if label == "" else args[n][int(label[1:-1])]
@@ -1186,6 +1189,18 @@ def _pad_leak(case, got):
     return dict(b=b, i=i, j=j, w=float(g[b, i, j]), fill=fill)
 
 
+def _pad_seen(case, got):
+    """The first hidden key with a real weight, in a row that has a key to look at."""
+    g = got.detach().to(torch.float64)
+    if tuple(g.shape) != tuple(case.keep.shape) or not torch.isfinite(g).all():
+        return None
+    seen = ~case.keep & (g > SUPPORT) & case.keep.any(-1, keepdim=True)
+    if not seen.any():
+        return None
+    b, i, j = (int(n) for n in seen.nonzero()[0])
+    return dict(b=b, i=i, j=j, w=float(g[b, i, j]), why="after it" if j > i else "padding")
+
+
 def _pad_broadcast(case, failure):
     call = failure.call
     if call is None or call.name not in _MASKING | _ELEMENTWISE:
@@ -1227,6 +1242,9 @@ _PADDING_ROWS = _table(
     ("pad/finite-fill", "the hidden keys were filled with a finite number, about {fill:.3g}: batch {b}, row "
      "{i} gives key {j}, which it must not see, the weight {w:.3g}, not 0; exp of a finite fill is not "
      "0, and larger scores would let more through; fill with float('-inf') (or -1e9)", _pad_leak),
+    ("pad/sees-hidden", "batch {b}, row {i} gives key {j} the weight {w:.3g}, though that key is {why}; a "
+     "row may only look at keys that are neither after it nor padding: hide the rest with -inf, before "
+     "the softmax", _pad_seen),
 )
 
 _PADDING_HINTS = _HINTS[:1] + _table(
@@ -1420,20 +1438,16 @@ def check_head(Head):
             p = _Projected(head, x)
             if problem is None:  # the reference, from the weights as they are before the forward
                 expected, raw = _head_output(p), p.q @ p.k.mT
-            before, given = _snapshot([head])[0][2], x.clone()
+            given = x.clone()
+            before = _snapshot([head, given])
             got, exc, watch = _run(head, given)
             if problem is not None:  # a missing part explains more than the error or the numbers it causes
                 raise problem
-            changed = _changed_state(before, head, "self.")
-            if changed:
-                _fail("general/changed-module", name=name, parts=", ".join(changed[:3]), where=where)
             case = _head_case(p, C, hs, T=T, bs=bs, raw=raw,
                               weights=functools.cache(lambda head=head, x=x: _weights_of(head, x)))
             if exc is not None:
                 _raise_from(exc, watch, name, where, case, _HEAD_HINTS)
-            if not _same(given, x):
-                _fail("general/changed-input", name=name, arg="x", where=where,
-                      size=float((given.detach().double() - x.double()).abs().nan_to_num(math.inf).max()))
+            _fail_if_changed(before, [head, given], ["self", "x"], name, where)
             what = f"your {name}'s output"
             if i == 0 and isinstance(got, torch.Tensor):  # the same x again: a random head gives itself away
                 again, exc, watch = _run(head, x.clone())
@@ -1519,17 +1533,9 @@ def check_real_batch_weights(weights, head, x):
     p = _Projected(head, x)
     expected, raw = _head_weights(p), p.q @ p.k.mT  # before the learner's code runs
     before = _snapshot([x, head])
-    weights = _weights_answer(weights)
-    name = "real_batch_weights"
+    got = weights = _weights_answer(weights)
     where = f"the head's own weights for x of shape {_shape(x)}"
-    for n, label, saved in before:
-        if label == "tensor" and not _same(x, saved):
-            _fail("general/changed-input", name=name, arg="x", where=where,
-                  size=float((x.detach().double() - saved.double()).abs().nan_to_num(math.inf).max()))
-        if label != "tensor" and _changed_state(saved, head, "head."):
-            _fail("general/changed-module", name=name, parts=", ".join(_changed_state(saved, head, "head.")[:3]),
-                  where=where)
-    got = weights
+    _fail_if_changed(before, [x, head], ["x", "head"], "real_batch_weights", where)
     case = SimpleNamespace(C=C, hs=hs, T=x.shape[1], build=_only_weights(p), raw=raw,
                            weights=lambda: got.detach().to(torch.float64) if isinstance(got, torch.Tensor) else None)
     _compare(weights, expected, what="your weights", where=where, case=case, table=_HEAD_ROWS + _MEASURED_ROWS)

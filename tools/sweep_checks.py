@@ -128,6 +128,15 @@ def head_with(**methods):
     return type("Head", (Head,), methods)
 
 
+class _dropout_head(Head):  # noqa: N801 - a class passed where check_head wants one
+    def __init__(self, C, head_size, block_size):
+        super().__init__(C, head_size, block_size)
+        self.drop = nn.Dropout(0.2)
+
+    def attend(self, s, T):
+        return self.drop(Head.attend(self, s, T))
+
+
 def _fill_head(fill):
     return head_with(attend=lambda self, s, T: F.softmax(s.masked_fill(self.tril[:T, :T] == 0, fill), -1))
 
@@ -214,8 +223,8 @@ def _function_inputs(name, right, nargs):
            Input(f"{name}: zeroes its first tensor input", name, (_zeroing(right),), "fail",
                  "general/changed-input")]
     for label, t, expect, mistake in _transforms():
-        if name == "check_projection" and label == "plus 0.01":
-            mistake = "projection/bias"  # the same offset everywhere is what a bias adds
+        if label == "plus 0.01":  # the same offset everywhere is what a bias adds; on weights, it lands on hidden keys
+            mistake = {"check_projection": "projection/bias", "check_padding_mask": "pad/sees-hidden"}.get(name, mistake)
         out.append(Input(f"{name}: {label}", name, ((lambda tr: lambda *a: tr(right(*a)))(t),), expect, mistake))
     return out
 
@@ -330,6 +339,12 @@ def inputs() -> list[Input]:
           Input("head: scale on the output", H, (head_with(
               scores=lambda self, q, k: q @ k.mT,
               forward=lambda self, x: Head.forward(self, x) / self.key.out_features ** 0.5),), "fail", ""),
+          Input("head: F.dropout left on", H, (head_with(
+              attend=lambda self, s, T: F.dropout(Head.attend(self, s, T), 0.1)),), "fail", "head/random"),
+          Input("head: nn.Dropout (off in eval)", H, (_dropout_head,), "pass"),
+          Input("padding: one future key seen", "check_padding_mask",
+                (lambda s, p: padding(s, p).index_put((torch.tensor(0), torch.tensor(3), torch.tensor(5)),
+                                                      torch.tensor(0.2)),), "fail", "pad/sees-hidden"),
           Input("head: sqrt C", H, (head_with(scores=lambda self, q, k: q @ k.mT / self.key.in_features ** 0.5),),
                 "fail", "head/sqrt-C"),
           Input("head: scale 0.3", H, (head_with(scores=lambda self, q, k: q @ k.mT * 0.3),), "fail",
