@@ -1233,6 +1233,17 @@ def test_fresh_copy_ignores_a_learners_redefinition(monkeypatch, capsys):
     assert graded.fresh().check_head is not graded.check_head
 
 
+def test_checks_diagnose_is_the_report_card_of_attention_lab_diagnose():
+    from attention_lab import diagnose
+
+    card = checks.diagnose(head_scaled(lambda d, C: C ** -0.5)(384, 16, 8))
+    assert isinstance(card, diagnose.Diagnosis) and card.failed == ["scale", "sdpa"]
+    assert checks.diagnose(Head(384, 16, 8)).failed == []
+    with pytest.raises(checks.CheckFailed) as failure:
+        checks.diagnose(head_scaled(lambda d, C: C ** -0.5)(384, 16, 8), strict=True)
+    assert failure.value.mistake == "diagnose/scale" and "1/√C = 1/√384" in str(failure.value)
+
+
 def test_importing_checks_prints_nothing():
     command = [sys.executable, "-c", "import attention_lab.checks"]
     result = subprocess.run(command, capture_output=True, text=True, check=False)
