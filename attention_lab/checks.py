@@ -2,24 +2,25 @@
 
 Every ``check_*`` function takes the learner's answer (a function, a class, a head or a tensor), runs
 it on several seeded inputs (T = 1, T < block_size, B > 1, ...) and compares the result with an
-independent reference computed in float64. Which chapter uses which check:
+independent reference computed in float64, before the learner's code runs and from copies of the
+inputs. Which chapter uses which check:
 
-- chapter 1: :func:`check_causal_average` (any right answer) and :func:`check_cumsum_average` (the
-  running mean written with ``torch.cumsum``);
+- chapter 1: :func:`check_cumsum_average`;
 - chapter 2: :func:`check_projection`;
 - chapter 3: :func:`check_scaled_scores`, :func:`check_softmax`;
-- chapter 4: :func:`check_causal_weights`, :func:`check_padding_mask`;
-- chapter 5: :func:`check_head`, :func:`check_weights_are_causal`, :func:`check_real_batch_weights`,
-  :func:`check_sdpa_swap`, :func:`check_multihead_sdpa`;
+- chapter 4: :func:`check_padding_mask`;
+- chapter 5: :func:`check_real_batch_weights`, :func:`check_multihead_sdpa`, and :func:`check_head`
+  after :func:`diagnose` (from :mod:`attention_lab.diagnose`, re-exported here);
 - chapter 6: :func:`check_weight_by_distance`, :func:`check_furthest_line`,
   :func:`check_previous_token_head`.
 
 Two modes. In learner mode, the default, a check prints one line and returns None:
 
 - a right answer prints ``✓ check_... passed: ... (tested ...)``;
-- a stub that raises ``NotImplementedError``, or ``None`` in place of the answer, prints the kind line
-  ``✗ not yet implemented: fill in `name` above, then run this cell again.`` and raises nothing, so the
-  student edition runs top to bottom;
+- a stub that raises ``NotImplementedError`` in its own body, or ``None`` in place of the answer (by
+  position or by keyword), prints the kind line ``✗ not yet implemented: fill in `name` above, then
+  run this cell again.`` and raises nothing, so the student edition runs top to bottom; a
+  NotImplementedError from a function the answer calls is named as that function's;
 - None, not True or False, because every chapter calls a check as the last line of its cell, and
   Jupyter would echo any other value (``True``) under the printed line and into the stored outputs.
 
@@ -29,18 +30,21 @@ file, so that a learner's ``checks.check_head = ...`` in the notebook changes no
 
 In both modes a wrong answer raises :class:`CheckFailed`, an ``AssertionError``. Its message names the
 mistake (the checks rebuild the wrong answers learners really write, from the learner's own inputs and
-weights, and see which one matches) and gives expected vs got; its ``mistake`` attribute is the id of
-that message in :data:`MISTAKES`. An exception in the learner's code becomes a ``CheckFailed`` that
-says which function raised what, for which inputs, with a hint when the torch call that failed (each
-call is watched through a ``TorchFunctionMode``) points to a mistake, whatever way the code was written.
+weights, and see which one matches, or measure it: the weights a head really uses, the scale read off
+its softmax) and gives expected vs got; its ``mistake`` attribute is the id of that message in
+:data:`MISTAKES`. An answer of the wrong dtype or device, and code that changes its input tensors or
+a module's weights in place, are told so. An exception in the learner's code becomes a
+``CheckFailed`` that says which function raised what, for which inputs, with a hint when the torch
+call that failed (each call is watched through a ``TorchFunctionMode``) points to a mistake,
+whatever way the code was written.
 
 The checks draw their random inputs inside ``torch.random.fork_rng``: calling one does not change the
 notebook's random stream. Importing this module has no side effects.
 """
-
 from __future__ import annotations
 
 import collections
+import copy
 import functools
 import importlib.util
 import inspect
@@ -58,21 +62,18 @@ from torch.overrides import TorchFunctionMode
 from attention_lab.reference import ReferenceHead
 
 __all__ = [
-    "check_causal_average",
     "check_cumsum_average",
     "check_projection",
     "check_scaled_scores",
     "check_softmax",
-    "check_causal_weights",
     "check_padding_mask",
     "check_head",
-    "check_weights_are_causal",
     "check_real_batch_weights",
-    "check_sdpa_swap",
     "check_multihead_sdpa",
     "check_weight_by_distance",
     "check_furthest_line",
     "check_previous_token_head",
+    "diagnose",
     "CheckFailed",
     "MISTAKES",
     "fresh",
@@ -181,7 +182,44 @@ _GENERAL = _table(
     ("general/wrong-shape", "wrong shape for {what} ({where}): expected {shape}, got {got_shape}", None),
     ("general/not-finite", "nan or inf in {what} ({where}), where the reference has none.", None),
     ("general/differ", "{what} and the reference differ ({where}).", None),
+    ("general/helper-not-implemented", "your `{name}` calls `{helper}`, which raised NotImplementedError "
+     "({exc}): `{name}` itself is written, but a function it uses is still a stub; finish `{helper}`, "
+     "then run this check again", None),
+    ("general/not-callable", "expected a function (or a class) to call; got a {type}, which cannot be "
+     "called: pass your answer by its name, without calling it", None),
+    ("general/dtype", "the dtype of {what} is {dtype} ({where}): {why}", None),
+    ("general/device", "the device of {what} is {device} ({where}): the inputs are on the CPU, and so "
+     "must the answer be; build it from the inputs (or add .cpu())", None),
+    ("general/changed-input", "your `{name}` changed its input `{arg}` in place (by up to {size:.3g}; "
+     "{where}): in the notebook that would quietly change the chapter's own tensor. Compute a new "
+     "tensor instead: masked_fill, not masked_fill_; x = x / s, not x /= s or x.div_(s)", None),
+    ("general/changed-module", "your `{name}` changed {parts} while it ran ({where}): it must read the "
+     "weights, never write them (no .data, and no in-place calls such as zero_(), fill_() or copy_() "
+     "on them); the check compared your answer with the weights as they were before", None),
 )
+
+_DTYPE_WHY = {
+    "half": "half precision keeps about 3 significant digits, too few to check; use float32, the "
+            "inputs' dtype (no .half() or .bfloat16())",
+    "integer": "an integer tensor cannot hold fractions such as attention weights; use float32, the "
+               "inputs' dtype (no .long(), .int() or .round())",
+    "other": "use float32, the inputs' dtype (or float64)",
+}
+
+
+def _dtype_why(dtype: torch.dtype) -> str:
+    if dtype in (torch.float16, torch.bfloat16):
+        return _DTYPE_WHY["half"]
+    return _DTYPE_WHY["integer"] if not (dtype.is_floating_point or dtype.is_complex) else _DTYPE_WHY["other"]
+
+
+def _fail_unless_float_cpu(t: torch.Tensor, **fields) -> None:
+    """The answer's own tensor must be float32 or float64 on the CPU, as the inputs are."""
+    __tracebackhide__ = True
+    if t.device.type != "cpu":
+        _fail("general/device", device=t.device.type, **fields)
+    if t.dtype not in (torch.float32, torch.float64):
+        _fail("general/dtype", dtype=str(t.dtype).replace("torch.", ""), why=_dtype_why(t.dtype), **fields)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -209,11 +247,15 @@ def _check(func):
     def wrapper(*args, strict=False, **kwargs):
         __tracebackhide__ = True  # IPython and pytest hide this frame from the learner's traceback
         try:
-            if args and args[0] is None:
+            given = signature.bind_partial(*args, **kwargs).arguments  # by position or by keyword
+            if answer_name in given and given[answer_name] is None:
                 raise _NotYetImplemented(answer_name)
             with torch.random.fork_rng(devices=[]):
                 torch.manual_seed(SEED)
                 summary = func(*args, **kwargs)
+        except _HelperStub as helper:
+            _fail("general/helper-not-implemented", name=_name(given.get(answer_name)), helper=helper.helper,
+                  exc=helper.exc)
         except _NotYetImplemented as stub:
             if strict:
                 _fail("general/not-implemented", name=stub.name)
@@ -237,7 +279,7 @@ def _fit(line: str) -> str:
 def fresh():
     """A newly loaded copy of this module, executed again from its own file (not from ``sys.modules``).
 
-    For graders: ``checks = fresh(); checks.check_head(MyHead, strict=True)``. A learner who
+    For graders: ``checks = fresh(); checks.check_head(FixedHead, strict=True)``. A learner who
     redefines ``checks.check_head`` (or anything else in this module) in the notebook changes only the
     imported module, never the copy. The copy is not registered in ``sys.modules``.
     """
@@ -245,6 +287,16 @@ def fresh():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def diagnose(obj, *, C: int | None = None, head_size: int | None = None, block_size: int | None = None,
+             strict: bool = False):
+    """The report card of :func:`attention_lab.diagnose.diagnose` for any one-head attention code
+    (chapter 5): ``checks.diagnose(head)``. Imported when called, since that module imports
+    :class:`CheckFailed` from this one."""
+    from attention_lab.diagnose import diagnose as run
+
+    return run(obj, C=C, head_size=head_size, block_size=block_size, strict=strict)
 
 
 def _name(obj) -> str:
@@ -298,14 +350,51 @@ class _Watch(TorchFunctionMode):
             raise
 
 
+class _HelperStub(Exception):
+    """NotImplementedError raised in a function the answer calls, not in the answer itself."""
+
+    def __init__(self, helper: str, exc: BaseException):
+        super().__init__(helper)
+        self.helper, self.exc = helper, exc
+
+
+def _own_code(answer) -> set:
+    """The code objects of the answer itself: a function's, or every method its class defines."""
+    answer = getattr(answer, "__func__", answer)  # a bound method
+    answer = getattr(answer, "func", answer)  # functools.partial
+    if not isinstance(answer, type):
+        if hasattr(answer, "__code__"):
+            return {answer.__code__}
+        answer = type(answer)  # a module instance: its methods
+    codes = set()
+    for cls in answer.__mro__:
+        if cls.__module__.split(".")[0] in ("torch", "builtins"):
+            continue
+        for member in vars(cls).values():
+            member = getattr(member, "__func__", member)  # staticmethod, classmethod
+            if hasattr(member, "__code__"):
+                codes.add(member.__code__)
+    return codes
+
+
+def _stub_or_helper(answer, exc: NotImplementedError):
+    """A stub stops the check; a NotImplementedError raised further in is the helper's, by name."""
+    tb = exc.__traceback__
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    if tb.tb_frame.f_code in _own_code(answer):
+        return _NotYetImplemented(_name(answer))
+    return _HelperStub(tb.tb_frame.f_code.co_name, exc)
+
+
 def _run(fn, *args):
     """Call the learner's ``fn(*args)`` under a _Watch: (result, exception or None, watch). A stub stops the check."""
     watch = _Watch()
     try:
         with watch:
             return fn(*args), None, watch
-    except NotImplementedError:
-        raise _NotYetImplemented(_name(fn)) from None
+    except NotImplementedError as exc:
+        raise _stub_or_helper(fn, exc) from None
     except Exception as exc:  # noqa: BLE001 - any error in the learner's code is reported by _raise_from
         return None, exc, watch
 
@@ -329,11 +418,71 @@ def _call(fn, *args, inputs: str, case=None, hints=None, name: str | None = None
     a table whose rows match the failure (exception and failed torch call) of a known mistake.
     """
     __tracebackhide__ = True
+    name = name or _name(fn)
+    if not callable(fn):
+        _fail("general/not-callable", type=type(fn).__name__)
+    before = _snapshot(args)
     result, exc, watch = _run(fn, *args)
     if exc is not None:
-        _raise_from(exc, watch, name or _name(fn), inputs, case or SimpleNamespace(),
+        _raise_from(exc, watch, name, inputs, case or SimpleNamespace(),
                     _HINTS if hints is None else hints)
+    try:
+        params = list(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        params = []
+    _fail_if_changed(before, args, params, name, inputs)
     return result, watch
+
+
+def _snapshot(args) -> list:
+    """Copies of every tensor among ``args`` and of every module's state (in a list too)."""
+    saved = []
+    for n, a in enumerate(args):
+        if isinstance(a, torch.Tensor):
+            saved.append((n, "tensor", a.detach().clone()))
+        for label, module in _modules_in(a):
+            state = module.state_dict().items()
+            saved.append((n, label, {k: t.detach().clone() for k, t in state if isinstance(t, torch.Tensor)}))
+    return saved
+
+
+def _modules_in(a):
+    if isinstance(a, nn.Module):
+        return [("", a)]
+    if isinstance(a, (list, tuple)):
+        return [(f"[{i}]", m) for i, m in enumerate(a) if isinstance(m, nn.Module)]
+    return []
+
+
+def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
+    if a.shape != b.shape or a.dtype != b.dtype or a.device != b.device or a.device.type == "meta":
+        return a.shape == b.shape and a.device.type == "meta"
+    return bool(((a == b) | (a.isnan() & b.isnan())).all())
+
+
+def _changed_state(saved: dict, module: nn.Module, prefix: str) -> list[str]:
+    now = module.state_dict()
+    return [f"{prefix}{k}" for k, t in saved.items() if k not in now or not _same(now[k], t)]
+
+
+def _fail_if_changed(before, args, params: list[str], name: str, inputs: str) -> None:
+    """Tell the learner which of ``args`` (a tensor, or a module's weights) their code changed in place;
+    ``before`` is the :func:`_snapshot` of ``args``, ``params`` the names the learner knows them by."""
+    __tracebackhide__ = True
+    for n, label, saved in before:
+        arg = params[n] if n < len(params) else f"argument {n + 1}"
+        if label == "tensor":
+            now = args[n]
+            if not _same(now, saved):
+                size = math.inf  # a new shape (x.unsqueeze_) changes it more than any number
+                if now.shape == saved.shape:
+                    size = float((now.detach().double() - saved.double()).abs().nan_to_num(math.inf).max())
+                _fail("general/changed-input", name=name, arg=arg, size=size, where=inputs)
+            continue
+        module = args[n] if label == "" else args[n][int(label[1:-1])]
+        changed = _changed_state(saved, module, f"{arg}{label}.")
+        if changed:
+            _fail("general/changed-module", name=name, parts=", ".join(changed[:3]), where=inputs)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -390,6 +539,7 @@ def _compare(got, expected: torch.Tensor, *, what: str, where: str, case=None, t
     fields = dict(what=what, where=where, shape=_shape(expected))
     if not isinstance(got, torch.Tensor):
         _fail("general/not-a-tensor", type=type(got).__name__, **fields)
+    _fail_unless_float_cpu(got, what=what, where=where)
     if _matches(got, expected):
         return
     details = "\n  " + _expected_vs_got(got, expected)
@@ -588,7 +738,7 @@ _MASK_ROWS = _table(
      "(each row, over the keys)", _built(dict(dim=0))),
 )
 
-# a head's mistakes, rebuilt from its own weights (check_head, check_sdpa_swap, check_real_batch_weights,
+# a head's mistakes, rebuilt from its own weights (check_head, check_real_batch_weights,
 # check_multihead_sdpa); case.hs is the head size, case.C the model width
 _HEAD_ROWS = _table(
     ("head/no-scale", "no 1/√d_k scaling: divide the scores by √d_k = √{hs} (d_k is the head size, "
@@ -610,6 +760,112 @@ _HEAD_ROWS = _table(
      _built(dict(values="q"))),
     ("head/qk-swapped", "q and k swapped: scores = k @ qᵀ transposes the weights; row i must be query i "
      "against every key: q @ k.transpose(-2, -1)", _built(dict(swap=True))),
+)
+
+# ---------------------------------------------------------------------------------------------
+# mistakes named by measurement, from the weights a head really uses (case.weights(): (B, T, T) in
+# float64, or None where they cannot be read) and its raw scores case.raw = q @ kᵀ; they name forms
+# that no row above rebuilds
+
+SUPPORT = 1e-6  # a weight below this counts as masked when reading which keys a row uses
+
+
+def _future(W: torch.Tensor) -> torch.Tensor:
+    T = W.shape[-1]
+    return torch.ones(T, T, dtype=torch.bool).triu(1).expand(W.shape)
+
+
+def _read_weights(case):
+    W = case.weights() if getattr(case, "weights", None) else None
+    return W if W is not None and W.dim() == 3 else None
+
+
+def _implied_fill(case, W, b, i, j) -> float:
+    """The score a masked entry must have had: w_ij / w_ii = exp(fill - s_ii), s the scaled scores."""
+    s_ii = float(case.raw[b, i, i]) * case.hs ** -0.5
+    return math.log(float(W[b, i, j]) / float(W[b, i, i])) + s_ii
+
+
+def _leak(case, got, finite: bool):
+    """The first future entry with weight: a tiny one (finite=True) from a finite fill, else a real one."""
+    W = _read_weights(case)
+    if W is None or torch.isnan(W).any():
+        return None
+    seen = _future(W) & (W > 0)
+    if not seen.any():
+        return None
+    b, i, j = (int(n) for n in seen.nonzero()[0])
+    fill = _implied_fill(case, W, b, i, j) if W[b, i, i] > 0 else 0.0
+    if finite != (fill < -3):  # -3: the weight is e^3 = 20 times below an unmasked one of score 0
+        return None
+    return dict(b=b, i=i, j=j, w=float(W[b, i, j]), fill=fill)
+
+
+def _hidden_past(case, got):
+    W = _read_weights(case)
+    if W is None:
+        return None
+    nan_rows = torch.isnan(W).any(-1)
+    if nan_rows.any():
+        b, i = (int(n) for n in nan_rows.nonzero()[0])
+        return dict(b=b, i=i, detail=f"row {i} is nan: every one of its keys is masked, key {i} itself "
+                                     f"too, and a softmax over nothing but -inf is 0 / 0")
+    past = ~_future(W) & (W <= 0)
+    if not past.any():
+        return None
+    b, i, j = (int(n) for n in past.nonzero()[0])
+    return dict(b=b, i=i, detail=f"row {i} gives key {j} no weight, though {j} <= {i}")
+
+
+def _scaled_after(case, got):
+    W = _read_weights(case)
+    if W is None or torch.isnan(W).any():
+        return None
+    sums = W.sum(-1)
+    total = float(sums.mean())
+    if abs(total - 1) < 1e-3 or not torch.allclose(sums, torch.full_like(sums, total), rtol=1e-4, atol=1e-6):
+        return None
+    return dict(total=total, square=1 / total**2)
+
+
+def _scale_read(case, got):
+    """The factor s in softmax(s * q @ kᵀ) that fits the weights the head uses, if not 1/√d_k."""
+    W = _read_weights(case)
+    if W is None or torch.isnan(W).any():
+        return None
+    used = W > SUPPORT
+    n = used.sum(-1, keepdim=True).clamp_min(1)
+    L = torch.where(used, W.clamp_min(1e-300).log(), 0.0)
+    dL = (L - L.sum(-1, keepdim=True) / n) * used
+    S = case.raw.to(torch.float64)
+    dS = (S * used - (S * used).sum(-1, keepdim=True) / n) * used
+    if float((dS * dS).sum()) < 1e-12:
+        return None
+    s = float((dL * dS).sum() / (dS * dS).sum())
+    pred = torch.softmax((s * S).masked_fill(~used, -math.inf), -1).nan_to_num(0.0)
+    right = case.hs ** -0.5
+    if float((pred - W).abs().max()) > 1e-4 or abs(s - right) < 1e-3 * right:
+        return None
+    return dict(s=s, square=1 / s**2 if s > 0 else math.nan, right=right)
+
+
+_MEASURED_ROWS = _table(
+    ("mask/finite-fill", "the mask fills the future with a finite number, about {fill:.3g} (batch {b}, row "
+     "{i}: key {j}, after it, gets weight {w:.3g}, not exactly 0): exp of a finite fill is not 0, and "
+     "larger scores would let the future through; fill with float('-inf'), or -1e9, whose exp is "
+     "exactly 0", lambda c, got: _leak(c, got, finite=True)),
+    ("head/sees-future", "not causal: row {i} gives key {j} the weight {w:.3g} (batch {b}), though key {j} "
+     "comes after it; every key j > i must get exactly 0: fill the scores where tril[:T, :T] == 0 with "
+     "-inf, before the softmax", lambda c, got: _leak(c, got, finite=False)),
+    ("head/hides-key", "your mask hides keys it must keep: {detail} (batch {b}); the comparison that builds "
+     "the mask picks the wrong entries: fill where tril[:T, :T] == 0, which is True exactly above the "
+     "diagonal", _hidden_past),
+    ("head/scale-after-softmax", "every row of your weights sums to {total:.4g}, not 1: the output is "
+     "scaled after the softmax (by {total:.4g} = 1/√{square:.4g}); the scale belongs on the scores, "
+     "before it: softmax(q @ kᵀ / √d_k), and nothing multiplies the weights or the output afterwards",
+     _scaled_after),
+    ("head/other-scale", "your scores are multiplied by {s:.4g} (= 1/√{square:.4g}) before the softmax; "
+     "the scale is 1/√d_k = 1/√{hs} = {right:.4g}, with d_k the head size, k.shape[-1]", _scale_read),
 )
 
 
@@ -675,8 +931,18 @@ _AVERAGE_HINTS = _table(
 ) + _HINTS
 
 
-def _average(fn, *, cumsum: bool) -> str:
-    __tracebackhide__ = True
+@_check
+def check_cumsum_average(fn):
+    """Chapter 1, the exercise "the causal average with cumsum": ``fn(x)`` maps (B, T, C) to its causal
+    running mean, computed as ``x.cumsum(dim=1)`` divided by the running counts 1, 2, ..., T.
+
+    Tests the numbers (B = 1..4, T = 1..12, C = 3..384; position t of the result is the mean of
+    positions 0..t of ``x``), then that ``torch.cumsum`` (or ``x.cumsum``) was called: the right
+    numbers without it (a loop, a row-normalized ``tril`` matrix) fail with "right numbers, but no
+    cumsum". Names the mistakes of any running mean (the future averaged in, the current token left
+    out, sums, columns normalized) and of cumsum: dividing by T, counts that start at 0 (inf), cumsum
+    over the wrong axis, counts of shape (T,) that meet the channels instead of the positions.
+    """
     shapes = [(4, 8, 384), (1, 1, 3), (3, 5, 4), (2, 12, 7)]
     for B, T, C in shapes:
         x = torch.randn(B, T, C)
@@ -687,34 +953,10 @@ def _average(fn, *, cumsum: bool) -> str:
         where = f"x of shape {_shape(x)}"
         got, watch = _call(fn, x.clone(), inputs=where, case=case, hints=_AVERAGE_HINTS)
         _compare(got, expected, what="your causal average", where=where, case=case, table=_AVERAGE_ROWS)
-        if cumsum and not (watch.calls["cumsum"] or watch.calls["cumsum_"]):
+        if not (watch.calls["cumsum"] or watch.calls["cumsum_"]):
             _fail("average/no-cumsum")
-    return (f"your causal average{', built with cumsum,' if cumsum else ''} matches the running mean "
+    return (f"your causal average, built with cumsum, matches the running mean "
             f"(tested {_tested('T', [s[1] for s in shapes])}; {_tested('B', [s[0] for s in shapes])})")
-
-
-@_check
-def check_causal_average(fn):
-    """Chapter 1: ``fn(x)`` maps (B, T, C) to its causal running mean (the chapter's cumsum exercise
-    uses :func:`check_cumsum_average`, which also asks for ``torch.cumsum``).
-
-    Position t of the result is the mean of positions 0..t of ``x``, for every batch element. Any way
-    of computing it passes: a loop, a row-normalized ``tril`` matrix, ``cumsum``.
-    """
-    return _average(fn, cumsum=False)
-
-
-@_check
-def check_cumsum_average(fn):
-    """Chapter 1, the exercise "the causal average with cumsum": ``fn(x)`` maps (B, T, C) to its causal
-    running mean, computed as ``x.cumsum(dim=1)`` divided by the running counts 1, 2, ..., T.
-
-    Tests the numbers as :func:`check_causal_average` does (B = 1..4, T = 1..12, C = 3..384), then that
-    ``torch.cumsum`` (or ``x.cumsum``) was called: the right numbers without it fail with "right
-    numbers, but no cumsum". Names the cumsum mistakes: dividing by T, counts that start at 0 (inf),
-    cumsum over the wrong axis, counts of shape (T,) that meet the channels instead of the positions.
-    """
-    return _average(fn, cumsum=True)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -886,43 +1128,6 @@ def check_softmax(fn):
 # chapter 4
 
 
-def _weights_builder(scores):
-    """case.build for checks that test bare weights: only the mask and softmax mistakes can happen."""
-
-    def build(**how):
-        if set(how) - {"mask", "fill", "dim", "after", "bias"}:
-            return None
-        return _weights(scores, **how)
-
-    return build
-
-
-_CAUSAL_WEIGHTS_ROWS = _table(
-    ("mask/fixed-size", "your mask has a fixed size: build it from the input's own T, scores.shape[-1], "
-     "or slice a bigger one, tril[:T, :T]",
-     lambda c, got: {} if got.dim() == 3 and got.shape[-1] == got.shape[-2] != c.T else None),
-) + _MASK_ROWS
-
-
-@_check
-def check_causal_weights(fn):
-    """Chapter 4, exercise ``ex-masking-weights``: ``fn(scores)`` returns (B, T, T) attention weights,
-    the future masked, then softmax.
-
-    Any fill that exp sends to 0 passes (-inf, -1e9, torch.finfo(...).min), as do masked_fill and
-    torch.where.
-    """
-    shapes = [(4, 8), (1, 1), (3, 5), (2, 12)]
-    for B, T in shapes:
-        scores = torch.randn(B, T, T) * 2
-        case = SimpleNamespace(T=T, build=_weights_builder(scores))
-        where = f"scores of shape {_shape(scores)}"
-        got, _ = _call(fn, scores.clone(), inputs=where, case=case)
-        _compare(got, _weights(scores), what="your weights", where=where, case=case, table=_CAUSAL_WEIGHTS_ROWS)
-    return (f"your weights are the masked softmax of the scores "
-            f"(tested {_tested('T', [s[1] for s in shapes])}; {_tested('B', [s[0] for s in shapes])})")
-
-
 def _padded(scores, pad, *, hide="keys", causal=True, fill=-math.inf, after=None, empty=0.0):
     """Weights for scores (B, T, T) and padding flags pad (B, T); the keyword arguments rebuild mistakes.
 
@@ -966,6 +1171,36 @@ def _uniform_rows(case, got):
     return None
 
 
+def _pad_leak(case, got):
+    """A hidden key with weight in a row that has a visible one: read the fill off the two weights."""
+    g = got.detach().to(torch.float64)
+    if tuple(g.shape) != tuple(case.keep.shape) or not torch.isfinite(g).all():
+        return None
+    leak = ~case.keep & (g > 0) & case.keep.any(-1, keepdim=True)
+    if not leak.any():
+        return None
+    b, i, j = (int(n) for n in leak.nonzero()[0])
+    k = int(case.keep[b, i].nonzero()[0])  # a key row i may see
+    if g[b, i, k] <= 0:
+        return None
+    fill = math.log(float(g[b, i, j] / g[b, i, k])) + float(case.scores[b, i, k])
+    if not _matches(got, _padded(case.scores, case.pad, fill=fill, empty=math.nan)):
+        return None  # not a fill: some other change of the weights
+    return dict(b=b, i=i, j=j, w=float(g[b, i, j]), fill=fill)
+
+
+def _pad_seen(case, got):
+    """The first hidden key with a real weight, in a row that has a key to look at."""
+    g = got.detach().to(torch.float64)
+    if tuple(g.shape) != tuple(case.keep.shape) or not torch.isfinite(g).all():
+        return None
+    seen = ~case.keep & (g > SUPPORT) & case.keep.any(-1, keepdim=True)
+    if not seen.any():
+        return None
+    b, i, j = (int(n) for n in seen.nonzero()[0])
+    return dict(b=b, i=i, j=j, w=float(g[b, i, j]), why="after it" if j > i else "padding")
+
+
 def _pad_broadcast(case, failure):
     call = failure.call
     if call is None or call.name not in _MASKING | _ELEMENTWISE:
@@ -1004,6 +1239,12 @@ _PADDING_ROWS = _table(
     ("pad/fill-zero", "the hidden keys were filled with 0 instead of -inf: exp(0) = 1, so the future and "
      "the padding still get weight; use float('-inf') (or -1e9)",
      _gives(lambda c: _padded(c.scores, c.pad, fill=0.0, empty=math.nan))),
+    ("pad/finite-fill", "the hidden keys were filled with a finite number, about {fill:.3g}: batch {b}, row "
+     "{i} gives key {j}, which it must not see, the weight {w:.3g}, not 0; exp of a finite fill is not "
+     "0, and larger scores would let more through; fill with float('-inf') (or -1e9)", _pad_leak),
+    ("pad/sees-hidden", "batch {b}, row {i} gives key {j} the weight {w:.3g}, though that key is {why}; a "
+     "row may only look at keys that are neither after it nor padding: hide the rest with -inf, before "
+     "the softmax", _pad_seen),
 )
 
 _PADDING_HINTS = _HINTS[:1] + _table(
@@ -1036,10 +1277,13 @@ def check_padding_mask(fn):
         pad = torch.arange(T)[None, :] < torch.tensor(pads)[:, None]  # (B, T): True on the left
         expected = _padded(scores, pad)
         keep = _keep(T) & ~pad[:, None, :]
-        case = SimpleNamespace(scores=scores, pad=pad, pads=pads, T=T, empty=~keep.any(-1))
+        case = SimpleNamespace(scores=scores, pad=pad, pads=pads, T=T, empty=~keep.any(-1), keep=keep)
         where = f"scores of shape {_shape(scores)} and pad of shape {_shape(pad)}, padding on the left {pads}"
         got, _ = _call(fn, scores.clone(), pad.clone(), inputs=where, case=case, hints=_PADDING_HINTS)
         _compare(got, expected, what="your weights", where=where, case=case, table=_PADDING_ROWS)
+        leak = _pad_leak(case, got)  # close at these scores, yet not exactly 0
+        if leak is not None:
+            _fail("pad/finite-fill", details=f"\n  (your weights, {where})", **leak)
     return (f"your weights are causal, give padding no weight, and are 0 on rows with no key to look at "
             f"(tested {_tested('T', [c[0] for c in cases])}; left padding of 0 to T tokens)")
 
@@ -1083,60 +1327,140 @@ def _check_head_structure(head: nn.Module, name: str, C: int, hs: int) -> None:
         _fail("head/tril-not-buffer", found="a plain attribute, not a buffer" if hasattr(head, "tril") else "missing")
 
 
+_T_LT_BLOCK = ("your head breaks when T < block_size: it works for T = block_size = {bs} but not for T = "
+               "{T}; a batch may be shorter than block_size, so slice the mask to the input's own length, "
+               "T = x.shape[1]: self.tril[:T, :T]")
+
 _HEAD_HINTS = _HINTS[:4] + _table(
-    ("head/T-lt-block", "your head breaks when T < block_size: it works for T = block_size = {bs} but not "
-     "for T = {T}; a batch may be shorter than block_size, so slice the mask to the input's own length, "
-     "T = x.shape[1]: self.tril[:T, :T]", lambda case, failure: {} if case.T < case.bs else None),
+    ("head/T-lt-block", _T_LT_BLOCK, lambda case, failure: {} if case.T < case.bs else None),
 ) + _HINTS[4:]
+
+# check_head's table: the rebuilt mistakes, a mask of the full block_size (which broadcasts a
+# (1, 1, 1) grid of scores to (1, bs, bs) without an error), then the measured ones
+_CHECK_HEAD_ROWS = _HEAD_ROWS + _table(
+    ("head/T-lt-block", _T_LT_BLOCK,
+     lambda c, got: {} if c.T < c.bs and got.dim() == 3 and got.shape[1] == c.bs else None),
+) + _MEASURED_ROWS
+
+_HEAD_KINDS = _table(
+    ("head/instance", "you passed a head, an instance of {cls}, but check_head takes the class itself: "
+     "checks.check_head({cls}), so that it can build heads of several sizes", None),
+    ("head/not-a-module", "`{name}` is not an nn.Module: write class {name}(nn.Module) and call "
+     "super().__init__() first in __init__, so that its layers and the tril buffer belong to it", None),
+    ("head/random", "two calls of your head on the same x, in eval() mode, differ by up to {gap:.3g} "
+     "({where}): something random stays on, most likely dropout; use nn.Dropout, which eval() "
+     "switches off, or F.dropout(weights, p, training=self.training)", None),
+)
 
 
 def _head_case(p: _Projected, C, hs, **more):
     return SimpleNamespace(C=C, hs=hs, build=functools.partial(_head_output, p), **more)
 
 
+def _weights_of(head: nn.Module, x: torch.Tensor) -> torch.Tensor | None:
+    """The (B, T, T) weights the learner's head really uses for x, in float64, or None if unreadable.
+
+    On a float64 copy in eval(), the value layer's output is replaced by one-hot columns, so the
+    head's output is its weights (head_size columns at a time): no name or step is assumed.
+    """
+    try:
+        probe = copy.deepcopy(head).double().eval()
+        value = probe.value
+        hs = value.out_features
+    except Exception:  # noqa: BLE001 - a head that cannot be copied is simply not measured
+        return None
+    B, T, _ = x.shape
+    W = torch.zeros(B, T, T, dtype=torch.float64)
+    for start in range(0, T, max(hs, 1)):
+        n = min(hs, T - start)
+        v = torch.zeros(B, T, hs, dtype=torch.float64)
+        v[:, range(start, start + n), range(n)] = 1.0
+        fired = []
+        hook = value.register_forward_hook(lambda m, i, o, v=v: fired.append(1) or v)
+        try:
+            with torch.no_grad(), torch.random.fork_rng(devices=[]):
+                out = probe(x.detach().double())
+        except Exception:  # noqa: BLE001
+            return None
+        finally:
+            hook.remove()
+        if not fired or not isinstance(out, torch.Tensor) or tuple(out.shape) != (B, T, hs):
+            return None
+        W[:, :, start:start + n] = out[:, :, :n].double()
+    return W
+
+
+def _exactly_masked(case, what: str, where: str) -> None:
+    """After a pass: the future must get weight exactly 0, as the chapter teaches (a fill of -100 or
+    -20 is close at these small scores, but lets the future through at larger ones)."""
+    __tracebackhide__ = True
+    found = _leak(case, None, finite=True) or _leak(case, None, finite=False)
+    if found is not None:
+        row = _MEASURED_ROWS[0] if found["fill"] < -3 else _MEASURED_ROWS[1]
+        raise CheckFailed(f"{_fill(row.message, vars(case), found)}\n  ({what}, {where})", row.id)
+
+
+def _head_problem(head, name: str, C: int, hs: int) -> CheckFailed | None:
+    try:
+        _check_head_structure(head, name, C, hs)
+    except CheckFailed as problem:
+        return problem
+    return None
+
+
 @_check
 def check_head(Head):
-    """Chapter 5, exercise ``ex-head-own``: the class ``Head``, built as ``Head(C, head_size, block_size)``.
+    """Chapter 5, exercise ``ex-head-diagnose``: the class ``Head``, built as ``Head(C, head_size, block_size)``.
 
     Its forward maps (B, T, C) to (B, T, head_size) for every T <= block_size; it has the attributes
     ``key``, ``query`` and ``value`` (bias-free ``nn.Linear(C, head_size)``) and a ``tril`` buffer. The
-    expected output is rebuilt from the head's own key, query and value weights.
+    expected output is computed from the head's own key, query and value weights before its forward
+    runs, with the head in ``eval()`` mode (an ``nn.Dropout`` is off); a forward that changes the
+    head's weights or its input ``x``, or gives two outputs for the same ``x``, fails, saying so. Mistakes the
+    tables do not rebuild are named by measurement, from the weights the head really uses (read on
+    a copy whose values are one-hot): a future key with weight, a finite fill, a past key hidden, a
+    scale after the softmax, any other scale; so is a mask that only fits T = block_size.
     """
     name = _name(Head)
+    if isinstance(Head, nn.Module):
+        _fail("head/instance", cls=type(Head).__name__)
     builds = [((384, 16, 8), [(4, 8), (1, 1), (3, 5)]), ((32, 8, 12), [(2, 12), (2, 7)])]
     tested = []
     for (C, hs, bs), shapes in builds:
         head, _ = _call(Head, C, hs, bs, inputs=f"C={C}, head_size={hs}, block_size={bs}", name=name)
+        if not isinstance(head, nn.Module):
+            _fail("head/not-a-module", name=name)
+        head.eval()  # compared as a model is used: nn.Dropout off
+        problem = _head_problem(head, name, C, hs)
         for i, (B, T) in enumerate(shapes):
             x = torch.randn(B, T, C)
             where = f"{name}({C}, {hs}, {bs}) and x of shape {_shape(x)}"
-            got, exc, watch = _run(head, x.clone())
-            if i == 0:  # a missing part explains more than the error or the numbers it causes
-                _check_head_structure(head, name, C, hs)
             p = _Projected(head, x)
-            case = _head_case(p, C, hs, T=T, bs=bs)
+            if problem is None:  # the reference, from the weights as they are before the forward
+                expected, raw = _head_output(p), p.q @ p.k.mT
+            given = x.clone()
+            before = _snapshot([head, given])
+            got, exc, watch = _run(head, given)
+            if problem is not None:  # a missing part explains more than the error or the numbers it causes
+                raise problem
+            case = _head_case(p, C, hs, T=T, bs=bs, raw=raw,
+                              weights=functools.cache(lambda head=head, x=x: _weights_of(head, x)))
             if exc is not None:
                 _raise_from(exc, watch, name, where, case, _HEAD_HINTS)
-            _compare(got, _head_output(p), what=f"your {name}'s output", where=where, case=case,
-                     table=_HEAD_ROWS)
+            _fail_if_changed(before, [head, given], ["self", "x"], name, where)
+            what = f"your {name}'s output"
+            if i == 0 and isinstance(got, torch.Tensor):  # the same x again: a random head gives itself away
+                again, exc, watch = _run(head, x.clone())
+                if exc is None and isinstance(again, torch.Tensor) and again.shape == got.shape:
+                    gap = float((again.detach().double() - got.detach().double()).abs().nan_to_num(0.0).max())
+                    if gap > 0:
+                        _fail("head/random", gap=gap, where=where)
+            _compare(got, expected, what=what, where=where, case=case, table=_CHECK_HEAD_ROWS)
+            _exactly_masked(case, what, where)
             tested.append((B, T, bs))
     return (f"{name} matches the reference head, and its tril is a buffer "
             f"(tested {_tested('T', [t[1] for t in tested])} with block_size 8 and 12; "
             f"{_tested('B', [t[0] for t in tested])})")
-
-
-_CAUSAL_ROWS = _table(
-    ("causal/not-a-tensor", "weights should be a torch tensor of shape (B, T, T); got a {type}", None),
-    ("causal/shape", "weights should have shape (B, T, T), one (T, T) grid per sequence; got {got_shape}", None),
-    ("causal/not-finite", "weights[{b}, {i}, {j}] is {value}: batch {b}, row {i} holds nan or inf", None),
-    ("causal/future", "not lower-triangular: weights[{b}, {i}, {j}] = {value:.4g}, but column {j} is after "
-     "row {i} (batch {b}, row {i}): position {i} attends to the future; above the diagonal must be "
-     "exactly 0 (mask the scores with -inf before the softmax)", None),
-    ("causal/negative", "weights[{b}, {i}, {j}] = {value:.4g} is negative (batch {b}, row {i}): weights are "
-     "a softmax, never negative", None),
-    ("causal/row-sum", "rows don't sum to one: batch {b}, row {i} sums to {total:.4f}; each row is a "
-     "softmax over the keys (dim=-1), taken after the mask", None),
-)
 
 
 def _weights_answer(weights) -> torch.Tensor:
@@ -1145,46 +1469,9 @@ def _weights_answer(weights) -> torch.Tensor:
     if callable(weights) and not isinstance(weights, torch.Tensor):
         weights, _ = _call(weights, inputs="no arguments")
     if not isinstance(weights, torch.Tensor):
-        _fail("causal/not-a-tensor", type=type(weights).__name__)
+        _fail("general/not-a-tensor", what="your weights", shape="(B, T, T)", type=type(weights).__name__,
+              where="the weights of the real batch")
     return weights
-
-
-@_check
-def check_weights_are_causal(weights):
-    """Chapter 5, exercise ``ex-head-real-batch`` as it stands: the (B, T, T) weights of a real batch
-    are causal.
-
-    Passes when every row is exactly 0 above the diagonal and sums to one; otherwise names the first
-    batch element and row that fail. ``weights`` may also be a function of no arguments returning
-    them, so that a stub reports "not yet implemented"; None counts as not yet computed. It does not
-    compare with the head's own weights: :func:`check_real_batch_weights` does.
-    """
-    weights = _weights_answer(weights)
-    if weights.dim() == 2:
-        weights = weights.unsqueeze(0)
-    if weights.dim() != 3 or weights.shape[-1] != weights.shape[-2]:
-        _fail("causal/shape", got_shape=_shape(weights))
-    w = weights.detach().to(torch.float64)
-    B, T, _ = w.shape
-
-    def first(bad):
-        b, i, j = (int(n) for n in bad.nonzero()[0])
-        return dict(b=b, i=i, j=j, value=w[b, i, j].item())
-
-    if not torch.isfinite(w).all():
-        _fail("causal/not-finite", **first(~torch.isfinite(w)))
-    leaks = (w != 0) & torch.ones(T, T, dtype=torch.bool).triu(1)
-    if leaks.any():
-        _fail("causal/future", **first(leaks))
-    if (w < 0).any():
-        _fail("causal/negative", **first(w < 0))
-    sums = w.sum(-1)
-    off = (sums - 1).abs() > 1e-4
-    if off.any():
-        b, i = (int(n) for n in off.nonzero()[0])
-        _fail("causal/row-sum", b=b, i=i, total=sums[b, i].item())
-    return (f"all {B} × {T} rows are lower-triangular (exactly 0 above the diagonal) and sum to one; "
-            f"the first row of each is [1, 0, 0, ...]")
 
 
 def _only_weights(p: _Projected):
@@ -1196,68 +1483,75 @@ def _only_weights(p: _Projected):
     return build
 
 
+_REAL_INPUTS = _table(
+    ("real/bad-head", "`head` should be the chapter's head, an nn.Module with key and query nn.Linear "
+     "layers of a size that fits x; got {got}: pass the head itself, checks.check_real_batch_weights("
+     "real_batch_weights, head, x)", None),
+    ("real/bad-x", "`x` should be the real batch of section 5.9, a float tensor of shape (B, T, C) with "
+     "C = {C} (the head's key.in_features) on the CPU, every number finite; got {got}", None),
+)
+
+
+def _real_inputs(head, x) -> None:
+    """The check's own inputs, head and x, as chapter 5 passes them; else say which is wrong."""
+    __tracebackhide__ = True
+    layers = [getattr(head, n, None) for n in ("key", "query")]
+    if not isinstance(head, nn.Module) or not all(isinstance(m, nn.Linear) for m in layers):
+        _fail("real/bad-head", got=f"a {type(head).__name__} without them")
+    C, hs = head.key.in_features, head.key.out_features
+    if any(t.device.type != "cpu" or not t.dtype.is_floating_point for t in (head.key.weight, head.query.weight)):
+        _fail("real/bad-head", got="one whose weights are not float numbers on the CPU")
+    if hs < 1 or tuple(head.query.weight.shape) != (hs, C):
+        _fail("real/bad-head", got=f"key {_shape(head.key.weight)} and query {_shape(head.query.weight)} weights")
+    if not isinstance(x, torch.Tensor):
+        _fail("real/bad-x", C=C, got=f"a {type(x).__name__}")
+    if x.dim() != 3 or x.shape[-1] != C or x.shape[1] < 1:
+        _fail("real/bad-x", C=C, got=f"shape {_shape(x)}")
+    if x.device.type != "cpu" or not x.dtype.is_floating_point:
+        _fail("real/bad-x", C=C, got=f"a {str(x.dtype).replace('torch.', '')} tensor on {x.device.type}")
+    if not torch.isfinite(x).all():
+        b, t, c = (int(n) for n in (~torch.isfinite(x)).nonzero()[0])
+        _fail("real/bad-x", C=C, got=f"x[{b}, {t}, {c}] = {x[b, t, c].item()}")
+
+
 @_check
 def check_real_batch_weights(weights, head, x):
-    """Chapter 5, the real-batch exercise (``ex-head-real-batch``, replacing
-    :func:`check_weights_are_causal` there): ``weights`` are the (B, T, T) attention weights that
-    ``head`` computes for the batch ``x`` (B, T, C).
+    """Chapter 5, the real-batch exercise (``ex-head-real-batch``): ``weights`` are the (B, T, T)
+    attention weights that ``head`` computes for the batch ``x`` (B, T, C).
 
     ``weights`` is the learner's tensor or, so that a stub reports "not yet implemented", a function of
     no arguments returning it (None counts as not yet computed). ``head`` is the chapter's head (its
-    ``key`` and ``query`` are read, never trained) and ``x`` the real batch. The expected weights are
-    the head's own: softmax(q @ kᵀ / √head_size) with the future masked, q and k from the head's
-    projections of ``x``. So unscaled, wrongly scaled, q/k-swapped or wrongly masked weights fail, by
-    name (the head mistakes of :func:`check_head`), not only non-causal ones.
+    ``key`` and ``query`` are read, never trained) and ``x`` the real batch; each is checked first.
+    The expected weights are the head's own, computed before the learner's function runs:
+    softmax(q @ kᵀ / √head_size) with the future masked, q and k from the head's projections of
+    ``x``. So unscaled, wrongly scaled, q/k-swapped or wrongly masked weights fail, by name (the head
+    mistakes of :func:`check_head`), and so do weights that are close but not exactly 0 above the
+    diagonal (a finite fill), and a function that changes ``head`` or ``x``.
     """
-    weights = _weights_answer(weights)
+    _real_inputs(head, x)
     C, hs = head.key.in_features, head.key.out_features
     p = _Projected(head, x)
-    case = SimpleNamespace(C=C, hs=hs, T=x.shape[1], build=_only_weights(p))
+    expected, raw = _head_weights(p), p.q @ p.k.mT  # before the learner's code runs
+    before = _snapshot([x, head])
+    got = weights = _weights_answer(weights)
     where = f"the head's own weights for x of shape {_shape(x)}"
-    _compare(weights, _head_weights(p), what="your weights", where=where, case=case, table=_HEAD_ROWS)
+    _fail_if_changed(before, [x, head], ["x", "head"], "real_batch_weights", where)
+    case = SimpleNamespace(C=C, hs=hs, T=x.shape[1], build=_only_weights(p), raw=raw,
+                           weights=lambda: got.detach().to(torch.float64) if isinstance(got, torch.Tensor) else None)
+    _compare(weights, expected, what="your weights", where=where, case=case, table=_HEAD_ROWS + _MEASURED_ROWS)
+    _exactly_masked(case, "your weights", where)
     B, T = x.shape[:2]
     return (f"your weights are the head's own, softmax(q @ kᵀ / √{hs}) under the causal mask, "
             f"for all {B} × {T} rows")
 
 
-def _sdpa_not_squeezed(case, got):
-    return {} if got.dim() == 4 and got.shape[1] == 1 and got.shape[0] == case.B else None
-
-
-_SDPA_ROWS = _table(
-    ("sdpa/not-squeezed", "you returned (B, 1, T, hs): the head axis you added for the 4-D call is still "
-     "there; take it off with [:, 0] (or .squeeze(1))", _sdpa_not_squeezed),
+_SDPA_ROWS = _table(  # a mask given to F.scaled_dot_product_attention the wrong way
     ("sdpa/float-mask", "a float attn_mask is added to the scores, not used to hide them: your 0/1 tril "
      "gave the past +1 and left the future open; pass is_causal=True (or a boolean mask, True where a "
      "key may be seen: tril == 1)", _built(dict(mask="none", bias=True))),
     ("sdpa/no-causal", "no mask: pass is_causal=True to F.scaled_dot_product_attention",
      _built(dict(mask="none"))),
-    ("sdpa/not-called", "your function returns the right numbers but never calls "
-     "F.scaled_dot_product_attention: the exercise is to compute q, k, v with head.query, head.key, "
-     "head.value and pass them to F.scaled_dot_product_attention(q, k, v, is_causal=True)", None),
-) + tuple(row for row in _HEAD_ROWS if row.id != "mask/none")
-
-
-@_check
-def check_sdpa_swap(fn):
-    """Chapter 5, exercise ``ex-head-sdpa``: ``fn(head, x)`` returns what ``head(x)`` returns, computed with
-    ``F.scaled_dot_product_attention(q, k, v, is_causal=True)`` from ``head.key``, ``head.query``
-    and ``head.value`` (3-D tensors, or 4-D with a head axis of 1 taken off again).
-    """
-    C, hs, bs = 384, 16, 8
-    head = ReferenceHead(C, hs, bs)
-    shapes = [(4, 8), (1, 1), (3, 5)]
-    for B, T in shapes:
-        x = torch.randn(B, T, C)
-        where = f"a Head({C}, {hs}, {bs}) and x of shape {_shape(x)}"
-        p = _Projected(head, x)
-        case = _head_case(p, C, hs, B=B)
-        got, watch = _call(fn, head, x.clone(), inputs=where, case=case)
-        _compare(got, _head_output(p), what="your output", where=where, case=case, table=_SDPA_ROWS)
-        if not watch.calls["scaled_dot_product_attention"]:
-            _fail("sdpa/not-called")
-    return (f"F.scaled_dot_product_attention agrees with the hand-written head "
-            f"(tested {_tested('T', [s[1] for s in shapes])}; block_size={bs})")
+)
 
 
 def _heads_in_order(case, got):
@@ -1302,7 +1596,7 @@ _MULTIHEAD_ROWS = _table(
     ("multihead/not-4d", "right numbers, but your call got {axes}-D tensors: give it q, k and v of shape "
      "(B, n_heads, T, hs); PyTorch's fused kernels need that 4-D layout and run 3-D input on the plain "
      "math path", None),
-) + _SDPA_ROWS[1:3] + tuple(row for row in _HEAD_ROWS if row.id != "mask/none")
+) + _SDPA_ROWS + tuple(row for row in _HEAD_ROWS if row.id != "mask/none")
 
 
 @_check
@@ -1356,6 +1650,9 @@ _PREVIOUS_ROWS = _table(
     ("previous/weight-shape", "wrong weight shape: head.{part}.weight is {got_shape}, but "
      "nn.Linear({C}, {hs}) stores its weight as (out, in) = ({hs}, {C}) and computes x @ weight.T; a "
      "matrix W written for x @ W goes in as W.T", None),
+    ("previous/too-small", "this head has block_size {bs} and head_size {hs}: a head that looks back one "
+     "position needs at least 2 positions and a head size of 1 or more; build it as Fig. 6's, e.g. "
+     "Head(8, 8, 8)", None),
     ("previous/one-hot-size", "the inputs are one-hot position vectors, one axis per position, so the "
      "head needs C >= block_size; this one has C = {C} and block_size = {bs}", None),
     ("previous/next", "your query t matches the key of position t + 1 best, but the causal mask hides the "
@@ -1405,11 +1702,17 @@ def check_previous_token_head(head):
     for part in ("query", "key"):
         layer = getattr(head, part)
         C, hs = layer.in_features, layer.out_features
+        for t in (layer.weight, layer.bias):
+            if t is not None:
+                _fail_unless_float_cpu(t, what=f"head.{part}.{'weight' if t is layer.weight else 'bias'}",
+                                       where="the head's own layer")
         if tuple(layer.weight.shape) != (hs, C):
             _fail("previous/weight-shape", part=part, got_shape=_shape(layer.weight), C=C, hs=hs)
     C, hs = head.query.in_features, head.query.out_features
     tril = getattr(head, "tril", None)
-    bs = tril.shape[-1] if isinstance(tril, torch.Tensor) else C
+    bs = tril.shape[-1] if isinstance(tril, torch.Tensor) and tril.dim() >= 2 else C
+    if bs < 2 or hs < 1:
+        _fail("previous/too-small", bs=bs, hs=hs)
     if C < bs:
         _fail("previous/one-hot-size", C=C, bs=bs)
     x = torch.eye(bs, C)[None]  # (1, T, C): row t is the one-hot vector of position t
@@ -1633,6 +1936,7 @@ def check_furthest_line(fn):
              ("the trained head", trained, short, None)]
     name = _name(fn)
     for label, model, given, other in cases:
+        values = _look_back(model, given)  # before the learner's code runs, which could change the model
         where = f"{label} and {len(given):,} lines of the validation text"
         # a loop over lines runs thousands of tiny products: with one thread, tens of times faster on a
         # busy machine; the learner's setting is restored
@@ -1643,7 +1947,6 @@ def check_furthest_line(fn):
             _fail("furthest/not-a-line", **fields)
         if got not in given:
             _fail("furthest/not-in-lines", **fields)
-        values = _look_back(model, given)
         mine, best = float(values[given.index(got)]), float(values.max())
         if mine >= best - 1e-6:
             continue

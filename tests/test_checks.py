@@ -5,6 +5,7 @@ graders."""
 from __future__ import annotations
 
 import collections
+import copy
 import functools
 import inspect
 import json
@@ -217,11 +218,6 @@ def sdpa_with(**kwargs):
     return fn
 
 
-def sdpa_4d(head, x):
-    q, k, v = head.query(x)[:, None], head.key(x)[:, None], head.value(x)[:, None]  # (B, 1, T, hs)
-    return F.scaled_dot_product_attention(q, k, v, is_causal=True)[:, 0]
-
-
 def stub(*args):
     raise NotImplementedError("fill me in")
 
@@ -248,6 +244,78 @@ def seeded(build, seed=0):
 
 
 REAL_HEAD, REAL_X = seeded(lambda: (ReferenceHead(32, 16, 8), torch.randn(4, 8, 32)))
+REAL_X_NAN = REAL_X.clone().index_put_((torch.tensor(1), torch.tensor(3), torch.tensor(0)), torch.tensor(math.nan))
+
+
+def unfinished(t):
+    raise NotImplementedError("a helper the answer calls")
+
+
+class HeadCallingAStub(Head):
+    def forward(self, x):
+        return unfinished(x)
+
+
+class PlainHead:
+    """Fig. 6's head without nn.Module."""
+
+    def __init__(self, C, head_size, block_size):
+        self.key, self.query, self.value = (nn.Linear(C, head_size, bias=False) for _ in range(3))
+        self.tril = torch.tril(torch.ones(block_size, block_size))
+
+    def __call__(self, x):
+        return ReferenceHead.forward(self, x)
+
+
+class DropoutHead(Head):
+    """Dropout on the weights, as nanoGPT has it: off in eval(), where check_head compares."""
+
+    def __init__(self, C, head_size, block_size):
+        super().__init__(C, head_size, block_size)
+        self.drop = nn.Dropout(0.5)
+
+    def forward(self, x):
+        T = x.shape[1]
+        k, q, v = self.key(x), self.query(x), self.value(x)
+        return self.drop(self.attend(self.score(q, k, x.shape[-1]), self.tril[:T, :T])) @ v
+
+
+def in_place(step):
+    """A head whose forward first does ``step(self, x)``: a side effect on its weights or its input."""
+
+    def forward(self, x):
+        with torch.no_grad():
+            step(self, x)
+        return Head.forward(self, x)
+
+    return head_variant(forward=forward)
+
+
+def one_future_key(s):
+    """Masked softmax, except that row T - 2 also sees key T - 1."""
+    T = s.shape[-1]
+    hide = _tril(T) == 0
+    if T > 1:
+        hide[T - 2, T - 1] = False
+    return F.softmax(s.masked_fill(hide, NEG), dim=-1)
+
+
+def zeroing(part):
+    """A real-batch answer that zeroes the head's ``part`` weights (of its own copy of the head)."""
+    head = copy.deepcopy(REAL_HEAD)
+
+    def real_batch_weights():
+        getattr(head, part).weight.data.zero_()
+        return real_weights()()
+
+    return real_batch_weights, head, REAL_X
+
+
+def head_dtype(dtype):
+    head = previous_token_head()
+    for layer in (head.query, head.key):
+        layer.weight = nn.Parameter(layer.weight.detach().to(dtype), requires_grad=False)
+    return head
 
 
 def real_weights(scale=0.25, swap=False, fill=NEG):
@@ -467,21 +535,9 @@ def furthest_of_loaded_model(model, lines):
     return furthest()(training.load_trained().trained, lines)
 
 
-def with_entries(weights, index, values):
-    """A copy of ``weights`` with ``values`` written at ``index``."""
-    weights = weights.clone()
-    weights[index] = torch.tensor(values)
-    return weights
-
-
 # ---------------------------------------------------------------- every right answer passes
 
-SCORES = torch.randn(2, 6, 6, generator=torch.Generator().manual_seed(3))
-
 CORRECT = [
-    ("average-loop", checks.check_causal_average, (average_loop,)),
-    ("average-matmul", checks.check_causal_average, (average_matmul,)),
-    ("average-cumsum", checks.check_causal_average, (average_cumsum,)),
     ("cumsum", checks.check_cumsum_average, (average_cumsum,)),
     ("cumsum-function", checks.check_cumsum_average, (average_cumsum_2,)),
     ("projection-matmul", checks.check_projection, (lambda x, layer: x @ layer.weight.T,)),
@@ -491,12 +547,11 @@ CORRECT = [
     ("scores-power", checks.check_scaled_scores, (lambda q, k: q @ k.mT * q.shape[-1] ** -0.5,)),
     ("softmax-hand", checks.check_softmax, (softmax_safe,)),
     ("softmax-torch", checks.check_softmax, (lambda z: F.softmax(z, dim=-1),)),
-    ("weights-inf", checks.check_causal_weights, (weights_ref,)),
-    ("weights-1e9", checks.check_causal_weights, (lambda s: weights_ref(s, fill=-1e9),)),
-    ("weights-finfo-where", checks.check_causal_weights,
-     (lambda s: weights_ref(s, fill=torch.finfo(s.dtype).min, where=True),)),
-    ("weights-where", checks.check_causal_weights, (lambda s: weights_ref(s, where=True),)),
-    ("weights-triu", checks.check_causal_weights, (masked(lambda T: torch.triu(torch.ones(T, T), 1).bool()),)),
+    ("head-weights-inf", checks.check_head, (head_attending(weights_ref),)),
+    ("head-weights-1e9", checks.check_head, (head_attending(lambda s: weights_ref(s, fill=-1e9)),)),
+    ("head-weights-finfo-where", checks.check_head, (head_attending(lambda s: weights_ref(s, fill=torch.finfo(s.dtype).min, where=True)),)),
+    ("head-weights-where", checks.check_head, (head_attending(lambda s: weights_ref(s, where=True)),)),
+    ("head-weights-triu", checks.check_head, (head_attending(masked(lambda T: torch.triu(torch.ones(T, T), 1).bool())),)),
     ("padding-nan-to-num", checks.check_padding_mask, (pad_weights,)),
     ("padding-where", checks.check_padding_mask, (lambda s, p: pad_weights(s, p, empty="where"),)),
     ("padding-1e9-multiply", checks.check_padding_mask, (lambda s, p: pad_weights(s, p, fill=-1e9, empty="multiply"),)),
@@ -505,6 +560,7 @@ CORRECT = [
     ("padding-two-steps", checks.check_padding_mask, (pad_in_two_steps,)),
     ("head", checks.check_head, (Head,)),
     ("head-sdpa", checks.check_head, (head_variant(forward=sdpa_forward),)),
+    ("head-nn-dropout", checks.check_head, (DropoutHead,)),
     ("head-1e9-where", checks.check_head,
      (head_attending(lambda s: F.softmax(torch.where(_tril(s.shape[-1]) == 0, torch.tensor(-1e9), s), -1)),)),
     ("head-finfo", checks.check_head,
@@ -513,10 +569,6 @@ CORRECT = [
      (head_attending(lambda s: s.masked_fill(_tril(s.shape[-1]) == 0, NEG).softmax(-1)),)),
     ("real-batch-function", checks.check_real_batch_weights, (real_weights(), REAL_HEAD, REAL_X)),
     ("real-batch-tensor", checks.check_real_batch_weights, (real_weights(fill=-1e9)(), REAL_HEAD, REAL_X)),
-    ("sdpa", checks.check_sdpa_swap, (sdpa_with(is_causal=True),)),
-    ("sdpa-4d", checks.check_sdpa_swap, (sdpa_4d,)),
-    ("sdpa-bool-mask", checks.check_sdpa_swap,
-     (lambda h, x: sdpa_with(attn_mask=_tril(x.shape[1]).bool())(h, x),)),
     ("multihead", checks.check_multihead_sdpa, (multihead(),)),
     ("multihead-unbind", checks.check_multihead_sdpa,
      (multihead(merge=lambda out: torch.cat(out.unbind(1), dim=-1)),)),
@@ -549,7 +601,7 @@ def test_in_strict_mode_right_answers_return_true_and_print_nothing(check, args,
     assert capsys.readouterr().out == ""
 
 
-def test_weights_of_a_real_text_batch_pass_both_real_batch_checks(capsys):
+def test_weights_of_a_real_text_batch_pass(capsys):
     from attention_lab import text
 
     ids, _ = text.batch(4, 8, generator=torch.Generator().manual_seed(0))
@@ -558,12 +610,10 @@ def test_weights_of_a_real_text_batch_pass_both_real_batch_checks(capsys):
     head = ReferenceHead(32, 16, 8)
     q, k = head.query(x), head.key(x)
     weights = weights_ref(q @ k.transpose(-2, -1) / 4)
-    checks.check_weights_are_causal(weights)
-    checks.check_weights_are_causal(lambda: weights)
     checks.check_real_batch_weights(weights, head, x)
+    checks.check_real_batch_weights(lambda: weights, head, x)
     lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("✓")]
-    assert [line.split(" passed")[0] for line in lines] == [
-        "✓ check_weights_are_causal", "✓ check_weights_are_causal", "✓ check_real_batch_weights"]
+    assert [line.split(" passed")[0] for line in lines] == ["✓ check_real_batch_weights"] * 2
 
 
 def test_checks_leave_the_random_stream_alone():
@@ -580,51 +630,50 @@ def test_checks_leave_the_random_stream_alone():
 # (test id, check, its arguments, the id in checks.MISTAKES of the message it must give)
 WRONG = [
     # what every check says
-    ("stub-strict", strict(checks.check_causal_average), (stub,), "general/not-implemented"),
+    ("stub-strict", strict(checks.check_cumsum_average), (stub,), "general/not-implemented"),
     ("stub-head-strict", strict(checks.check_head), (StubHead,), "general/not-implemented"),
-    ("raised", checks.check_causal_average, (lambda x: x @ torch.ones(3, 3),), "general/raised"),
-    ("raised-own-error", checks.check_causal_average, (lambda x: int("x"),), "general/raised"),
-    ("no-return", checks.check_causal_average, (lambda x: None,), "general/not-a-tensor"),
-    ("list", checks.check_causal_average, (lambda x: x.tolist(),), "general/not-a-tensor"),
-    ("wrong-shape", checks.check_causal_average, (lambda x: x.mean(1),), "general/wrong-shape"),
-    ("wrong-shape-slice", checks.check_causal_average, (lambda x: x[:, :1],), "general/wrong-shape"),
-    ("not-finite-inf", checks.check_causal_average, (lambda x: average_matmul(x) / 0,), "general/not-finite"),
-    ("not-finite-nan", checks.check_causal_average, (lambda x: average_matmul(x) * math.nan,), "general/not-finite"),
-    ("differ", checks.check_causal_average, (lambda x: average_matmul(x) + 0.5 * x,), "general/differ"),
-    ("differ-double", checks.check_causal_average, (lambda x: average_matmul(x) * 2,), "general/differ"),
+    ("raised", checks.check_cumsum_average, (lambda x: x @ torch.ones(3, 3),), "general/raised"),
+    ("raised-own-error", checks.check_cumsum_average, (lambda x: int("x"),), "general/raised"),
+    ("no-return", checks.check_cumsum_average, (lambda x: None,), "general/not-a-tensor"),
+    ("list", checks.check_cumsum_average, (lambda x: x.tolist(),), "general/not-a-tensor"),
+    ("wrong-shape", checks.check_cumsum_average, (lambda x: x.mean(1),), "general/wrong-shape"),
+    ("wrong-shape-slice", checks.check_cumsum_average, (lambda x: x[:, :1],), "general/wrong-shape"),
+    ("not-finite-inf", checks.check_cumsum_average, (lambda x: average_matmul(x) / 0,), "general/not-finite"),
+    ("not-finite-nan", checks.check_cumsum_average, (lambda x: average_matmul(x) * math.nan,), "general/not-finite"),
+    ("differ", checks.check_cumsum_average, (lambda x: average_matmul(x) + 0.5 * x,), "general/differ"),
+    ("differ-double", checks.check_cumsum_average, (lambda x: average_matmul(x) * 2,), "general/differ"),
     # hints from the failed torch call
     ("T-on-3d-scores", checks.check_scaled_scores, (lambda q, k: q @ k.T / math.sqrt(q.shape[-1]),), "hint/T-on-3d"),
     ("T-on-3d-head", checks.check_head, (head_variant(score=lambda q, k, C: q @ k.T / 4),), "hint/T-on-3d"),
     ("keepdim-sum", checks.check_softmax, (softmax_hand(lambda z: 0, lambda e: e.sum(-1)),), "hint/keepdim"),
     ("keepdim-max", checks.check_softmax, (softmax_hand(lambda z: z.max(-1).values, lambda e: e.sum(-1, keepdim=True)),),
      "hint/keepdim"),
-    ("keepdim-weights", checks.check_causal_weights, (hand_softmax_without_keepdim,), "hint/keepdim"),
+    ("keepdim-weights", checks.check_head, (head_attending(hand_softmax_without_keepdim),), "hint/keepdim"),
     ("max-values", checks.check_softmax, (softmax_hand(lambda z: z.max(-1, keepdim=True), torch.sum),), "hint/max-values"),
     ("max-values-torch", checks.check_softmax,
      (softmax_hand(lambda z: torch.max(z, dim=-1, keepdim=True), torch.sum),), "hint/max-values"),
-    ("float-mask-masked-fill", checks.check_causal_weights, (masked(_tril),), "hint/bool-mask"),
-    ("float-mask-where", checks.check_causal_weights,
-     (lambda s: F.softmax(torch.where(_tril(s.shape[-1]), s, NEG), -1),), "hint/bool-mask"),
-    ("float-mask-invert", checks.check_causal_weights, (masked(lambda T: ~_tril(T)),), "hint/bool-mask"),
-    ("mask-from-B", checks.check_causal_weights, (lambda s: masked(lambda T: _tril(s.shape[0]) == 0)(s),), "hint/mask-size"),
-    ("mask-too-big", checks.check_causal_weights, (masked(lambda T: _tril(12) == 0),), "hint/mask-size"),
+    ("float-mask-masked-fill", checks.check_head, (head_attending(masked(_tril)),), "hint/bool-mask"),
+    ("float-mask-where", checks.check_head, (head_attending(lambda s: F.softmax(torch.where(_tril(s.shape[-1]), s, NEG), -1)),), "hint/bool-mask"),
+    ("float-mask-invert", checks.check_head, (head_attending(masked(lambda T: ~_tril(T))),), "hint/bool-mask"),
+    ("mask-from-B", checks.check_head, (head_attending(lambda s: masked(lambda T: _tril(s.shape[0]) == 0)(s)),), "hint/mask-size"),
+    ("mask-too-big", checks.check_head, (head_attending(masked(lambda T: _tril(12) == 0)),), "hint/mask-size"),
     ("head-mask-from-B", checks.check_head,
      (head_variant(attend=lambda s, tril: F.softmax(s.masked_fill(_tril(s.shape[0]) == 0, NEG), -1)),), "hint/mask-size"),
     # chapter 1
-    ("future-mean", checks.check_causal_average, (lambda x: x.mean(dim=1, keepdim=True).expand_as(x),), "average/future-mean"),
-    ("future-repeat", checks.check_causal_average, (lambda x: x.mean(1, keepdim=True).repeat(1, x.shape[1], 1),),
+    ("future-mean", checks.check_cumsum_average, (lambda x: x.mean(dim=1, keepdim=True).expand_as(x),), "average/future-mean"),
+    ("future-repeat", checks.check_cumsum_average, (lambda x: x.mean(1, keepdim=True).repeat(1, x.shape[1], 1),),
      "average/future-mean"),
-    ("future-triu", checks.check_causal_average, (average_by(lambda w: w.T / w.T.sum(1, keepdim=True)),),
+    ("future-triu", checks.check_cumsum_average, (average_by(lambda w: w.T / w.T.sum(1, keepdim=True)),),
      "average/future-triu"),
-    ("future-loop", checks.check_causal_average, (average_future_loop,), "average/future-triu"),
-    ("no-current", checks.check_causal_average,
+    ("future-loop", checks.check_cumsum_average, (average_future_loop,), "average/future-triu"),
+    ("no-current", checks.check_cumsum_average,
      (lambda x: average_by(lambda w: w.tril(-1) / w.tril(-1).sum(1, keepdim=True).clamp(min=1))(x),),
      "average/no-current"),
-    ("no-current-loop", checks.check_causal_average, (average_without_current_loop,), "average/no-current"),
-    ("sum-cumsum", checks.check_causal_average, (lambda x: x.cumsum(1),), "average/sum"),
-    ("sum-tril", checks.check_causal_average, (average_by(lambda w: w),), "average/sum"),
+    ("no-current-loop", checks.check_cumsum_average, (average_without_current_loop,), "average/no-current"),
+    ("sum-cumsum", checks.check_cumsum_average, (lambda x: x.cumsum(1),), "average/sum"),
+    ("sum-tril", checks.check_cumsum_average, (average_by(lambda w: w),), "average/sum"),
     ("divide-by-T", checks.check_cumsum_average, (cumsum_over(lambda T: T),), "average/divide-by-T"),
-    ("divide-by-T-matmul", checks.check_causal_average, (average_by(lambda w: w / w.shape[0]),), "average/divide-by-T"),
+    ("divide-by-T-matmul", checks.check_cumsum_average, (average_by(lambda w: w / w.shape[0]),), "average/divide-by-T"),
     ("count-from-zero", checks.check_cumsum_average, (cumsum_over(lambda T: torch.arange(T).view(1, T, 1)),),
      "average/count-from-zero"),
     ("count-from-zero-2", checks.check_cumsum_average, (cumsum_over(lambda T: torch.arange(0, T)[:, None]),),
@@ -633,10 +682,10 @@ WRONG = [
      "average/cumsum-axis"),
     ("cumsum-channels", checks.check_cumsum_average, (cumsum_over(lambda T: torch.arange(1, T + 1)[:, None], dim=-1),),
      "average/cumsum-axis"),
-    ("columns", checks.check_causal_average, (average_by(lambda w: w / w.sum(0, keepdim=True)),), "average/columns"),
-    ("columns-no-keepdim", checks.check_causal_average, (average_by(lambda w: w / w.sum(dim=0)),), "average/columns"),
-    ("no-keepdim", checks.check_causal_average, (average_by(lambda w: w / w.sum(1)),), "average/no-keepdim"),
-    ("no-keepdim-last", checks.check_causal_average, (average_by(lambda w: w / w.sum(dim=-1)),), "average/no-keepdim"),
+    ("columns", checks.check_cumsum_average, (average_by(lambda w: w / w.sum(0, keepdim=True)),), "average/columns"),
+    ("columns-no-keepdim", checks.check_cumsum_average, (average_by(lambda w: w / w.sum(dim=0)),), "average/columns"),
+    ("no-keepdim", checks.check_cumsum_average, (average_by(lambda w: w / w.sum(1)),), "average/no-keepdim"),
+    ("no-keepdim-last", checks.check_cumsum_average, (average_by(lambda w: w / w.sum(dim=-1)),), "average/no-keepdim"),
     ("no-cumsum-loop", checks.check_cumsum_average, (average_loop,), "average/no-cumsum"),
     ("no-cumsum-matmul", checks.check_cumsum_average, (average_matmul,), "average/no-cumsum"),
     ("counts-1d", checks.check_cumsum_average, (cumsum_over(lambda T: torch.arange(1, T + 1)),), "average/hint-counts-axis"),
@@ -690,36 +739,30 @@ WRONG = [
     ("no-exp", checks.check_softmax, (lambda z: z / z.sum(-1, keepdim=True),), "softmax/no-exp"),
     ("no-exp-torch", checks.check_softmax, (lambda z: z / torch.sum(z, dim=-1, keepdim=True),), "softmax/no-exp"),
     # chapter 4: the causal mask
-    ("fixed-size-mask", checks.check_causal_weights, (masked(lambda T: _tril(8) == 0),), "mask/fixed-size"),
-    ("fixed-size-where", checks.check_causal_weights, (lambda s: F.softmax(torch.where(_tril(8) == 0, NEG, s), -1),),
-     "mask/fixed-size"),
-    ("mask-past", checks.check_causal_weights, (masked(lambda T: _tril(T) == 1),), "mask/hides-past"),
-    ("mask-past-triu", checks.check_causal_weights, (masked(lambda T: torch.triu(torch.ones(T, T)) == 0),),
+    ("fixed-size-mask", checks.check_head, (head_attending(masked(lambda T: _tril(8) == 0)),), "head/T-lt-block"),
+    ("fixed-size-where", checks.check_head, (head_attending(lambda s: F.softmax(torch.where(_tril(8) == 0, NEG, s), -1)),),
+     "head/T-lt-block"),
+    ("mask-past", checks.check_head, (head_attending(masked(lambda T: _tril(T) == 1)),), "mask/hides-past"),
+    ("mask-past-triu", checks.check_head, (head_attending(masked(lambda T: torch.triu(torch.ones(T, T)) == 0)),),
      "mask/hides-past"),
-    ("mask-past-where", checks.check_causal_weights,
-     (lambda s: torch.where(_tril(s.shape[-1]) == 1, NEG, s).softmax(-1),), "mask/hides-past"),
-    ("mask-diagonal", checks.check_causal_weights, (masked(lambda T: torch.triu(torch.ones(T, T)) == 1),),
+    ("mask-past-where", checks.check_head, (head_attending(lambda s: torch.where(_tril(s.shape[-1]) == 1, NEG, s).softmax(-1)),), "mask/hides-past"),
+    ("mask-diagonal", checks.check_head, (head_attending(masked(lambda T: torch.triu(torch.ones(T, T)) == 1)),),
      "mask/hides-diagonal"),
-    ("mask-diagonal-1e9", checks.check_causal_weights, (masked(lambda T: _tril(T, -1) == 0, -1e9),), "mask/hides-diagonal"),
-    ("no-mask", checks.check_causal_weights, (lambda s: F.softmax(s, dim=-1),), "mask/none"),
-    ("no-mask-method", checks.check_causal_weights, (lambda s: s.softmax(-1),), "mask/none"),
-    ("mask-after", checks.check_causal_weights, (lambda s: F.softmax(s, -1).masked_fill(_tril(s.shape[-1]) == 0, 0),),
+    ("mask-diagonal-1e9", checks.check_head, (head_attending(masked(lambda T: _tril(T, -1) == 0, -1e9)),), "mask/hides-diagonal"),
+    ("no-mask", checks.check_head, (head_attending(lambda s: F.softmax(s, dim=-1)),), "mask/none"),
+    ("no-mask-method", checks.check_head, (head_attending(lambda s: s.softmax(-1)),), "mask/none"),
+    ("mask-after", checks.check_head, (head_attending(lambda s: F.softmax(s, -1).masked_fill(_tril(s.shape[-1]) == 0, 0)),),
      "mask/after-softmax"),
-    ("mask-after-multiply", checks.check_causal_weights, (lambda s: F.softmax(s, -1) * _tril(s.shape[-1]),),
+    ("mask-after-multiply", checks.check_head, (head_attending(lambda s: F.softmax(s, -1) * _tril(s.shape[-1])),),
      "mask/after-softmax"),
-    ("mask-after-inf", checks.check_causal_weights,
-     (lambda s: F.softmax(s, -1).masked_fill(_tril(s.shape[-1]) == 0, NEG),), "mask/after-softmax"),
-    ("mask-after-1e9", checks.check_causal_weights,
-     (lambda s: F.softmax(s, -1).masked_fill(_tril(s.shape[-1]) == 0, -1e9),), "mask/after-softmax"),
-    ("fill-zero", checks.check_causal_weights, (lambda s: weights_ref(s, fill=0.0),), "mask/fill-zero"),
-    ("fill-zero-tril", checks.check_causal_weights, (lambda s: F.softmax(torch.tril(s), -1),), "mask/fill-zero"),
-    ("softmax-columns", checks.check_causal_weights, (masked(lambda T: _tril(T) == 0, dim=-2),), "mask/softmax-columns"),
-    ("softmax-columns-hand", checks.check_causal_weights,
-     (lambda s: softmax_hand(lambda z: 0, lambda e: e.sum(1, keepdim=True))(s.masked_fill(_tril(s.shape[-1]) == 0, NEG)),),
+    ("mask-after-inf", checks.check_head, (head_attending(lambda s: F.softmax(s, -1).masked_fill(_tril(s.shape[-1]) == 0, NEG)),), "mask/after-softmax"),
+    ("fill-zero", checks.check_head, (head_attending(lambda s: weights_ref(s, fill=0.0)),), "mask/fill-zero"),
+    ("fill-zero-tril", checks.check_head, (head_attending(lambda s: F.softmax(torch.tril(s), -1)),), "mask/fill-zero"),
+    ("softmax-columns", checks.check_head, (head_attending(masked(lambda T: _tril(T) == 0, dim=-2)),), "mask/softmax-columns"),
+    ("softmax-columns-hand", checks.check_head, (head_attending(lambda s: softmax_hand(lambda z: 0, lambda e: e.sum(1, keepdim=True))(s.masked_fill(_tril(s.shape[-1]) == 0, NEG))),),
      "mask/softmax-columns"),
-    ("softmax-batch", checks.check_causal_weights, (masked(lambda T: _tril(T) == 0, dim=0),), "mask/softmax-batch"),
-    ("softmax-batch-hand", checks.check_causal_weights,
-     (lambda s: softmax_hand(lambda z: 0, lambda e: e.sum(0, keepdim=True))(s.masked_fill(_tril(s.shape[-1]) == 0, NEG)),),
+    ("softmax-batch", checks.check_head, (head_attending(masked(lambda T: _tril(T) == 0, dim=0)),), "mask/softmax-batch"),
+    ("softmax-batch-hand", checks.check_head, (head_attending(lambda s: softmax_hand(lambda z: 0, lambda e: e.sum(0, keepdim=True))(s.masked_fill(_tril(s.shape[-1]) == 0, NEG))),),
      "mask/softmax-batch"),
     # chapter 4: the padding mask
     ("pad-nan", checks.check_padding_mask, (lambda s, p: pad_weights(s, p, empty=None),), "pad/nan-rows"),
@@ -811,40 +854,7 @@ WRONG = [
     ("real-sqrt-C", checks.check_real_batch_weights, (real_weights(scale=32**-0.5), REAL_HEAD, REAL_X), "head/sqrt-C"),
     ("real-fill-zero", checks.check_real_batch_weights, (real_weights(fill=0.0), REAL_HEAD, REAL_X), "mask/fill-zero"),
     # weights of a real batch, causal or not
-    ("causal-list", checks.check_weights_are_causal, ([[1.0]],), "causal/not-a-tensor"),
-    ("causal-function-list", checks.check_weights_are_causal, (lambda: [[1.0]],), "causal/not-a-tensor"),
-    ("causal-shape", checks.check_weights_are_causal, (torch.ones(2, 3, 4),), "causal/shape"),
-    ("causal-shape-4d", checks.check_weights_are_causal, (torch.ones(2, 2, 2, 2),), "causal/shape"),
-    ("causal-nan", checks.check_weights_are_causal, (torch.full((1, 3, 3), math.nan),), "causal/not-finite"),
-    ("causal-inf", checks.check_weights_are_causal, (with_entries(weights_ref(SCORES), (1, 2, 0), math.inf),),
-     "causal/not-finite"),
-    ("causal-peek", checks.check_weights_are_causal, (weights_ref(SCORES) + 0.25 * (1 - _tril(6)),), "causal/future"),
-    ("causal-no-mask", checks.check_weights_are_causal, (F.softmax(SCORES, -1),), "causal/future"),
-    ("causal-negative", checks.check_weights_are_causal, (weights_ref(SCORES) - 0.6 * _tril(6),), "causal/negative"),
-    ("causal-negative-entry", checks.check_weights_are_causal,
-     (with_entries(weights_ref(SCORES), (0, 2, slice(0, 3)), [-1.0, 1.0, 1.0]),), "causal/negative"),
-    ("causal-half-rows", checks.check_weights_are_causal, (weights_ref(SCORES) * 0.5,), "causal/row-sum"),
-    ("causal-double", checks.check_weights_are_causal, (lambda: weights_ref(SCORES) * 2,), "causal/row-sum"),
     # chapter 5: F.scaled_dot_product_attention, one head
-    ("sdpa-not-squeezed", checks.check_sdpa_swap,
-     (lambda h, x: F.scaled_dot_product_attention(h.query(x)[:, None], h.key(x)[:, None], h.value(x)[:, None],
-                                                  is_causal=True),), "sdpa/not-squeezed"),
-    ("sdpa-not-squeezed-unsqueeze", checks.check_sdpa_swap,
-     (lambda h, x: F.scaled_dot_product_attention(h.query(x).unsqueeze(1), h.key(x).unsqueeze(1),
-                                                  h.value(x).unsqueeze(1), is_causal=True),), "sdpa/not-squeezed"),
-    ("sdpa-float-tril", checks.check_sdpa_swap,
-     (lambda h, x: sdpa_with(attn_mask=h.tril[: x.shape[1], : x.shape[1]])(h, x),), "sdpa/float-mask"),
-    ("sdpa-float-ones", checks.check_sdpa_swap, (lambda h, x: sdpa_with(attn_mask=_tril(x.shape[1]))(h, x),),
-     "sdpa/float-mask"),
-    ("sdpa-not-causal", checks.check_sdpa_swap, (sdpa_with(),), "sdpa/no-causal"),
-    ("sdpa-causal-false", checks.check_sdpa_swap, (sdpa_with(is_causal=False),), "sdpa/no-causal"),
-    ("sdpa-not-used", checks.check_sdpa_swap, (lambda h, x: h(x),), "sdpa/not-called"),
-    ("sdpa-by-hand", checks.check_sdpa_swap,
-     (lambda h, x: weights_ref(h.query(x) @ h.key(x).mT / 4) @ h.value(x),), "sdpa/not-called"),
-    ("sdpa-qk-swapped", checks.check_sdpa_swap,
-     (lambda h, x: F.scaled_dot_product_attention(h.key(x), h.query(x), h.value(x), is_causal=True),), "head/qk-swapped"),
-    ("sdpa-mask-inverted", checks.check_sdpa_swap,
-     (lambda h, x: sdpa_with(attn_mask=_tril(x.shape[1]) == 0)(h, x),), "mask/hides-past"),
     # chapter 5: several heads, one call
     ("multihead-reversed", checks.check_multihead_sdpa, (multihead(order=lambda n: range(n - 1, -1, -1)),),
      "multihead/order"),
@@ -879,6 +889,89 @@ WRONG = [
     ("multihead-float-mask", checks.check_multihead_sdpa,
      (lambda heads, x: multihead(attn_mask=_tril(x.shape[1]))(heads, x),), "sdpa/float-mask"),
     ("multihead-no-scale", checks.check_multihead_sdpa, (multihead(is_causal=True, scale=1.0),), "head/no-scale"),
+    # what any check says about dtype, device, in-place changes and unfinished helpers
+    ("helper-stub", checks.check_cumsum_average, (lambda x: unfinished(x),), "general/helper-not-implemented"),
+    ("helper-stub-head", checks.check_head, (HeadCallingAStub,), "general/helper-not-implemented"),
+    ("helper-stub-attend", checks.check_head, (head_attending(stub),), "general/helper-not-implemented"),
+    ("not-callable", checks.check_projection, (42,), "general/not-callable"),
+    ("not-callable-head", checks.check_head, ("Head",), "general/not-callable"),
+    ("float16", checks.check_softmax, (lambda z: softmax_safe(z).half(),), "general/dtype"),
+    ("int64", checks.check_scaled_scores, (lambda q, k: (q @ k.mT / 4).long(),), "general/dtype"),
+    ("float16-weights", checks.check_real_batch_weights, (real_weights()().half(), REAL_HEAD, REAL_X), "general/dtype"),
+    ("int64-head", checks.check_previous_token_head, (head_dtype(torch.int64),), "general/dtype"),
+    ("meta", checks.check_softmax, (lambda z: softmax_safe(z).to("meta"),), "general/device"),
+    ("meta-weights", checks.check_real_batch_weights, (real_weights()().to("meta"), REAL_HEAD, REAL_X),
+     "general/device"),
+    ("meta-head", checks.check_previous_token_head, (previous_token_head().to("meta"),), "general/device"),
+    ("zero-x", checks.check_cumsum_average, (lambda x: (average_cumsum(x.clone()), x.zero_())[0],),
+     "general/changed-input"),
+    ("div-q", checks.check_scaled_scores, (lambda q, k: q.div_(math.sqrt(q.shape[-1])) @ k.mT,),
+     "general/changed-input"),
+    ("sub-exp-z", checks.check_softmax,
+     (lambda z: (lambda e: e / e.sum(-1, keepdim=True))(z.sub_(z.max(-1, keepdim=True).values).exp_()),),
+     "general/changed-input"),
+    ("masked-fill-scores", checks.check_padding_mask,
+     (lambda s, p: torch.nan_to_num(F.softmax(s.masked_fill_((_tril(s.shape[-1]) == 0) | p[:, None, :], NEG), -1)),),
+     "general/changed-input"),
+    ("head-changes-x", checks.check_head, (in_place(lambda self, x: x.mul_(2)),), "general/changed-input"),
+    ("zero-layer-data", checks.check_projection, (lambda x, layer: (layer.weight.data.zero_(), x @ layer.weight.T)[1],),
+     "general/changed-module"),
+    ("head-zeroes-key", checks.check_head, (in_place(lambda self, x: self.key.weight.zero_()),), "general/changed-module"),
+    ("head-fills-tril", checks.check_head, (in_place(lambda self, x: self.tril.fill_(1.0)),), "general/changed-module"),
+    ("real-zeroes-key", checks.check_real_batch_weights, zeroing("key"), "general/changed-module"),
+    ("furthest-zeroes-key", checks.check_furthest_line,
+     (lambda model, lines: (model.head.key.weight.data.zero_(), max(lines, key=len))[1],), "general/changed-module"),
+    # chapter 4 and 5: finite fills, named by what the weights show
+    ("pad-fill-10", checks.check_padding_mask, (lambda s, p: pad_weights(s, p, fill=-10.0),), "pad/finite-fill"),
+    ("pad-fill-100-rows-zeroed", checks.check_padding_mask,
+     (lambda s, p: pad_weights(s, p, fill=-100.0, empty="multiply"),), "pad/finite-fill"),
+    ("pad-one-future-key", checks.check_padding_mask,
+     (lambda s, p: torch.nan_to_num(one_future_key(s.masked_fill(p[:, None, :], NEG))),), "pad/sees-hidden"),
+    ("pad-one-padding-key", checks.check_padding_mask,
+     (lambda s, p: pad_weights(s, p.index_put((torch.tensor(0), torch.tensor(1)), torch.tensor(False))),),
+     "pad/sees-hidden"),
+    ("head-fill-100", checks.check_head, (head_attending(lambda s: weights_ref(s, fill=-100.0)),), "mask/finite-fill"),
+    ("head-fill-20-where", checks.check_head, (head_attending(lambda s: weights_ref(s, fill=-20.0, where=True)),),
+     "mask/finite-fill"),
+    ("head-fill-5", checks.check_head, (head_attending(lambda s: weights_ref(s, fill=-5.0)),), "mask/finite-fill"),
+    ("real-fill-100", checks.check_real_batch_weights, (real_weights(fill=-100.0), REAL_HEAD, REAL_X), "mask/finite-fill"),
+    # chapter 5: head mistakes named by measurement
+    ("head-one-future-key", checks.check_head, (head_attending(one_future_key),), "head/sees-future"),
+    ("real-one-future-key", checks.check_real_batch_weights,
+     (lambda: one_future_key(REAL_HEAD.query(REAL_X) @ REAL_HEAD.key(REAL_X).mT / 4), REAL_HEAD, REAL_X),
+     "head/sees-future"),
+    ("head-mask-everything", checks.check_head, (head_attending(masked(lambda T: _tril(T) >= 0)),), "head/hides-key"),
+    ("head-mask-one-past-key", checks.check_head,
+     (head_attending(masked(lambda T: (_tril(T) == 0) | (_tril(T, -1) - _tril(T, -2)).bool())),),
+     "head/hides-key"),
+    ("head-scale-after-softmax", checks.check_head,
+     (head_variant(score=lambda q, k, C: q @ k.mT, attend=lambda s, tril: Head.attend(s, tril) / 4),),
+     "head/scale-after-softmax"),
+    ("head-scale-on-output", checks.check_head,
+     (head_variant(score=lambda q, k, C: q @ k.mT, average=lambda w, x, k, q, v: w @ v / k.shape[-1] ** 0.5),),
+     "head/scale-after-softmax"),
+    ("head-scale-03", checks.check_head, (head_scaled(lambda d, C: 0.3),), "head/other-scale"),
+    ("head-scale-half-root", checks.check_head, (head_scaled(lambda d, C: 0.5 / math.sqrt(d)),), "head/other-scale"),
+    ("head-dropout-on", checks.check_head, (head_attending(lambda s: F.dropout(weights_ref(s), 0.1)),), "head/random"),
+    ("head-random-mask", checks.check_head,
+     (head_attending(lambda s: weights_ref(s) * torch.bernoulli(torch.full_like(s, 0.9)) / 0.9),), "head/random"),
+    ("head-instance", checks.check_head, (Head(384, 16, 8),), "head/instance"),
+    ("head-reference-instance", checks.check_head, (ReferenceHead(32, 8, 8),), "head/instance"),
+    ("head-plain-class", checks.check_head, (PlainHead,), "head/not-a-module"),
+    ("head-no-super", checks.check_head, (type("Head", (), {"__init__": lambda self, C, hs, bs: None}),),
+     "head/not-a-module"),
+    # chapter 5: the real batch's own inputs
+    ("real-head-none", checks.check_real_batch_weights, (real_weights(), None, REAL_X), "real/bad-head"),
+    ("real-head-lambda", checks.check_real_batch_weights, (real_weights(), lambda x: x, REAL_X), "real/bad-head"),
+    ("real-x-numpy", checks.check_real_batch_weights, (real_weights(), REAL_HEAD, REAL_X.numpy()), "real/bad-x"),
+    ("real-x-list", checks.check_real_batch_weights, (real_weights(), REAL_HEAD, REAL_X.tolist()), "real/bad-x"),
+    ("real-x-width", checks.check_real_batch_weights, (real_weights(), REAL_HEAD, REAL_X[..., :16]), "real/bad-x"),
+    ("real-x-meta", checks.check_real_batch_weights, (real_weights(), REAL_HEAD, REAL_X.to("meta")), "real/bad-x"),
+    ("real-x-nan", checks.check_real_batch_weights, (torch.zeros(4, 8, 8), REAL_HEAD, REAL_X_NAN), "real/bad-x"),
+    # chapter 5: several heads, a mask given the wrong way
+    ("multihead-attn-mask-none", checks.check_multihead_sdpa, (multihead(attn_mask=None),), "sdpa/no-causal"),
+    ("multihead-per-head-float-mask", checks.check_multihead_sdpa,
+     (lambda heads, x: multihead(per_head=True, attn_mask=_tril(x.shape[1]))(heads, x),), "sdpa/float-mask"),
     # chapter 6: the mean weight at each distance
     ("distance-per-sequence", checks.check_weight_by_distance,
      (lambda w: torch.stack([d.mean(-1) for d in diagonals(w)], -1),), "distance/per-sequence"),
@@ -942,6 +1035,8 @@ WRONG = [
      (head_with_data("key", (torch.eye(16, 8) @ shift(8, 1)).T),), "previous/weight-shape"),
     ("previous-parameter-transposed", checks.check_previous_token_head,
      (lambda: head_with_parameter("query", 20 * torch.eye(8, 16)),), "previous/weight-shape"),
+    ("previous-empty", checks.check_previous_token_head, (lambda: ReferenceHead(0, 0, 0),), "previous/too-small"),
+    ("previous-block-1", checks.check_previous_token_head, (ReferenceHead(1, 1, 1),), "previous/too-small"),
     ("previous-C-small", checks.check_previous_token_head, (ReferenceHead(4, 4, 8),), "previous/one-hot-size"),
     ("previous-C-small-2", checks.check_previous_token_head, (ReferenceHead(6, 8, 8),), "previous/one-hot-size"),
     ("previous-next", checks.check_previous_token_head, (head_with(20 * torch.eye(8), shift(8, -1)),), "previous/next"),
@@ -991,7 +1086,7 @@ def test_each_message_is_tested_in_two_code_forms():
 
 
 def test_a_named_mistake_shows_the_learners_numbers_against_the_reference():
-    failure = _produce(checks.check_causal_average, (lambda x: x.mean(dim=1, keepdim=True).expand_as(x),))
+    failure = _produce(checks.check_cumsum_average, (lambda x: x.mean(dim=1, keepdim=True).expand_as(x),))
     torch.manual_seed(checks.SEED)
     x = torch.randn(4, 8, 384)  # the check's first input
     expected = x.double().cumsum(1) / torch.arange(1, 9).view(1, 8, 1)
@@ -1025,7 +1120,7 @@ def test_an_error_names_the_learners_function_its_inputs_and_the_cause():
     def causal_average(x):
         return x @ torch.ones(3, 3)
 
-    failure = _produce(checks.check_causal_average, (causal_average,))
+    failure = _produce(checks.check_cumsum_average, (causal_average,))
     assert "your `causal_average` raised RuntimeError" in str(failure)
     assert "x of shape (4, 8, 384)" in str(failure)
     assert isinstance(failure.__cause__, RuntimeError)
@@ -1057,20 +1152,15 @@ def test_a_furthest_line_that_is_not_the_furthest_says_how_far_it_looks_without_
 # ---------------------------------------------------------------- a stub is answered kindly
 
 STUBS = [
-    (checks.check_causal_average, (stub,), "stub"),
     (checks.check_cumsum_average, (stub,), "stub"),
     (checks.check_projection, (stub,), "stub"),
     (checks.check_scaled_scores, (stub,), "stub"),
     (checks.check_softmax, (stub,), "stub"),
-    (checks.check_causal_weights, (stub,), "stub"),
     (checks.check_padding_mask, (stub,), "stub"),
     (checks.check_head, (StubHead,), "StubHead"),
     (checks.check_head, (StubForwardHead,), "StubForwardHead"),
     (checks.check_head, (None,), "Head"),
-    (checks.check_sdpa_swap, (stub,), "stub"),
     (checks.check_multihead_sdpa, (stub,), "stub"),
-    (checks.check_weights_are_causal, (stub,), "stub"),
-    (checks.check_weights_are_causal, (None,), "weights"),
     (checks.check_real_batch_weights, (stub, REAL_HEAD, REAL_X), "stub"),
     (checks.check_real_batch_weights, (None, REAL_HEAD, REAL_X), "weights"),
     (checks.check_weight_by_distance, (stub,), "stub"),
@@ -1092,6 +1182,25 @@ def test_in_strict_mode_a_stub_fails(check, args, name, capsys):
     with pytest.raises(AssertionError, match=f"^not yet implemented: fill in `{name}`$"):
         check(*args, strict=True)
     assert capsys.readouterr().out == ""
+
+
+@pytest.mark.parametrize("check, kwargs", [
+    (checks.check_head, dict(Head=None)),
+    (checks.check_softmax, dict(fn=None)),
+    (checks.check_real_batch_weights, dict(weights=None, head=REAL_HEAD, x=REAL_X)),
+    (checks.check_previous_token_head, dict(head=None)),
+])
+def test_an_answer_of_none_by_keyword_is_not_yet_implemented(check, kwargs, capsys):
+    assert check(**kwargs) is None
+    assert "not yet implemented" in capsys.readouterr().out
+    with pytest.raises(AssertionError, match="^not yet implemented"):
+        check(**kwargs, strict=True)
+
+
+def test_the_reference_is_the_heads_before_its_forward_ran():
+    """A head that zeroes its own key weights is told so; it is not compared with its zeroed self."""
+    failure = _produce(checks.check_head, (in_place(lambda self, x: self.key.weight.zero_()),))
+    assert "changed self.key.weight while it ran" in str(failure)
 
 
 def test_every_check_has_a_stub_case_and_a_keyword_only_strict():
@@ -1122,6 +1231,17 @@ def test_fresh_copy_ignores_a_learners_redefinition(monkeypatch, capsys):
         graded.check_head(head_scaled(lambda d, C: 1.0), strict=True)
     assert graded.check_head(Head, strict=True) is True
     assert graded.fresh().check_head is not graded.check_head
+
+
+def test_checks_diagnose_is_the_report_card_of_attention_lab_diagnose():
+    from attention_lab import diagnose
+
+    card = checks.diagnose(head_scaled(lambda d, C: C ** -0.5)(384, 16, 8))
+    assert isinstance(card, diagnose.Diagnosis) and card.failed == ["scale", "sdpa"]
+    assert checks.diagnose(Head(384, 16, 8)).failed == []
+    with pytest.raises(checks.CheckFailed) as failure:
+        checks.diagnose(head_scaled(lambda d, C: C ** -0.5)(384, 16, 8), strict=True)
+    assert failure.value.mistake == "diagnose/scale" and "1/√C = 1/√384" in str(failure.value)
 
 
 def test_importing_checks_prints_nothing():

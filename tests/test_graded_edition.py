@@ -146,7 +146,7 @@ SOLUTION_START = "```{solution-start} ex-fixture-double\n:class: dropdown\n```"
 SOLUTION_END = "```{solution-end}\n```"
 
 
-def _fixture(check="from attention_lab import checks\nchecks.check_causal_average(double)", solution=None):
+def _fixture(check="from attention_lab import checks\nchecks.check_cumsum_average(double)", solution=None):
     nb = new_notebook()
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     cells = [
@@ -169,7 +169,7 @@ def _fixture(check="from attention_lab import checks\nchecks.check_causal_averag
     # the command line itself once; main() in this process for the others (a Python start-up each)
     (dict(check="print(double(2))"), "Exercise 98.1 has a stub but no cell calling a check", True),
     (dict(solution="def double(x):\n    return 2 * x  # SOLUTION"), "otter markup", False),
-    (dict(check="checks.check_causal_average(double)  # IGNORE"), "otter assign reads as its own markup", False),
+    (dict(check="checks.check_cumsum_average(double)  # IGNORE"), "otter assign reads as its own markup", False),
 ])
 def test_a_chapter_that_cannot_be_graded_stops_the_command_and_writes_nothing(kwargs, words, cli, tmp_path,
                                                                               capsys):
@@ -205,7 +205,7 @@ def test_the_test_reads_every_name_the_check_call_uses_from_the_notebook():
 # the round trip: four submissions graded with `otter run`
 
 WRONG_HEAD = textwrap.dedent('''\
-    class MyHead(nn.Module):
+    class FixedHead(nn.Module):
         """A head that divides the scores by d_k instead of its square root."""
 
         def __init__(self, C, head_size, block_size):
@@ -244,7 +244,7 @@ def _expected_message(source: str, check: str, *args) -> str:
     namespace = {"torch": torch, "nn": nn, "F": F}
     exec(source, namespace)
     with pytest.raises(AssertionError) as failed:
-        getattr(checks.fresh(), check)(namespace["MyHead"], *args, strict=True)
+        getattr(checks.fresh(), check)(namespace["FixedHead"], *args, strict=True)
     return str(failed.value)
 
 
@@ -299,7 +299,7 @@ def test_grading_round_trip_with_otter_run(built, book, tmp_path):
 
     assert {n: t["score"] for n, t in results["correct"].items()} == dict.fromkeys(names, 1)
 
-    stub_names = ["real_batch_weights", "multihead_sdpa", "MyHead"]
+    stub_names = ["real_batch_weights", "multihead_sdpa", "FixedHead"]
     for kind in ("untouched", "redefined"):
         for name, stub in zip(names, stub_names):
             test = results[kind][name]

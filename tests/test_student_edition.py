@@ -33,7 +33,7 @@ SOLUTION_START = """```{solution-start} ex-average-loop
 SOLUTION_END = "```{solution-end}\n```"
 STUB = 'def causal_average(x):\n    raise NotImplementedError("average positions 0..t")'
 SOLUTION = "def causal_average(x):\n    return x.cumsum(1) / torch.arange(1, x.shape[1] + 1).view(1, -1, 1)"
-CHECK = "from attention_lab.checks import check_causal_average\ncheck_causal_average(causal_average)"
+CHECK = "from attention_lab.checks import check_cumsum_average\ncheck_cumsum_average(causal_average)"
 
 
 def chapter(stub_tags=("exercise-stub", "remove-cell"), solution_tags=("solution",), stub=STUB, start=SOLUTION_START):
@@ -52,7 +52,7 @@ def chapter(stub_tags=("exercise-stub", "remove-cell"), solution_tags=("solution
         new_code_cell(SOLUTION, metadata={"tags": list(solution_tags)}, execution_count=5),
         new_markdown_cell(SOLUTION_END),
         new_code_cell(CHECK, execution_count=6,
-                      outputs=[nbformat.v4.new_output("stream", name="stdout", text="✓ check_causal_average passed\n")]),
+                      outputs=[nbformat.v4.new_output("stream", name="stdout", text="✓ check_cumsum_average passed\n")]),
     ]
     for i, cell in enumerate(cells):
         cell["id"] = f"01-{i:03d}"

@@ -1,0 +1,13 @@
+"""The sweep of ``tools/sweep_checks.py``: every check the chapters call, fed right answers, transforms
+of them, stubs, misuse and mistakes, in both modes; none may crash or give the wrong verdict."""
+
+import sweep_checks
+
+from attention_lab import checks
+
+
+def test_no_input_of_the_sweep_crashes_a_check_or_gets_the_wrong_verdict():
+    counts = sweep_checks.sweep(checks)
+    assert counts["tried"] >= 400
+    assert counts["crash"] == 0 and counts["wrong verdict"] == 0, counts
+    assert counts["generic"] == 0, counts  # every failure of the sweep gets the message it should

@@ -1,0 +1,476 @@
+"""Sweep: every check the chapters call, fed right answers, transforms of them, stubs, misuse and
+mistakes, in learner and strict mode; counts how each verdict reads.
+
+Run as ``python tools/sweep_checks.py`` (about a minute; ``-v`` lists every input that is not clear).
+Each input says what a good check does with it: pass it, answer "not yet implemented", or fail it
+(with the id of the message it should give, where one fits). Each run of an input in one mode is
+counted once, as
+
+- clear: the verdict is the right one and, for a failure, a named message (the expected id if given);
+- generic: a failure, but only "differ", "not finite" or a bare "raised", or another id than expected;
+- crash: an exception other than the check's own ``CheckFailed``;
+- wrong verdict: a wrong answer passed, a right one failed, or a stub was not recognised.
+
+``tests/test_checks_sweep.py`` runs it and requires no crash and no wrong verdict.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import copy
+import io
+import math
+import sys
+import warnings
+from collections import Counter
+from dataclasses import dataclass
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+GENERIC = {"general/differ", "general/not-finite", "general/raised"}
+NEG = float("-inf")
+
+
+@dataclass
+class Input:
+    label: str
+    check: str          # the name of the check in attention_lab.checks
+    args: tuple
+    expect: str         # "pass", "stub" or "fail"
+    mistake: str = ""   # for "fail": the id a good check gives, if one fits
+    kwargs: dict = None
+
+
+def _tril(T):
+    return torch.tril(torch.ones(T, T))
+
+
+# ---------------------------------------------------------------- right answers
+
+
+def cumsum_average(x):
+    T = x.shape[1]
+    return x.cumsum(dim=1) / torch.arange(1, T + 1).view(1, T, 1)
+
+
+def projection(x, layer):
+    return x @ layer.weight.T
+
+
+def scores(q, k):
+    return q @ k.mT / math.sqrt(q.shape[-1])
+
+
+def softmax(z):
+    e = (z - z.max(dim=-1, keepdim=True).values).exp()
+    return e / e.sum(dim=-1, keepdim=True)
+
+
+def padding(s, pad, fill=NEG):
+    T = s.shape[-1]
+    hide = (_tril(T) == 0) | pad[:, None, :]
+    return torch.nan_to_num(F.softmax(s.masked_fill(hide, fill), dim=-1), nan=0.0)
+
+
+def by_distance(w):
+    return torch.stack([torch.diagonal(w, offset=-d, dim1=-2, dim2=-1).mean() for d in range(w.shape[-1])])
+
+
+def multihead(heads, x):
+    B, T, _ = x.shape
+    q, k, v = (torch.stack([getattr(h, n)(x) for h in heads], 1) for n in ("query", "key", "value"))
+    return F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(B, T, -1)
+
+
+def furthest(model, lines):
+    from attention_lab import text
+
+    T = model.position_table.weight.shape[0]
+    ids = torch.zeros(len(lines), T, dtype=torch.long)
+    for n, line in enumerate(lines):
+        ids[n, : len(line)] = torch.tensor(text.encode(line))
+    with torch.no_grad():
+        x = model.token_table(ids) + model.position_table(torch.arange(T))
+        q, k = model.head.query(x), model.head.key(x)
+        w = F.softmax((q @ k.mT / math.sqrt(k.shape[-1])).masked_fill(_tril(T) == 0, NEG), dim=-1)
+    t = torch.arange(T)
+    back = (w * (t[:, None] - t[None, :])).sum(-1)
+    sizes = torch.tensor([len(line) for line in lines])
+    return lines[int(((back * (t < sizes[:, None])).sum(-1) / sizes).argmax())]
+
+
+class Head(nn.Module):
+    """The lesson's head; subclasses below change one step."""
+
+    def __init__(self, C, head_size, block_size):
+        super().__init__()
+        self.key = nn.Linear(C, head_size, bias=False)
+        self.query = nn.Linear(C, head_size, bias=False)
+        self.value = nn.Linear(C, head_size, bias=False)
+        self.register_buffer("tril", torch.tril(torch.ones(block_size, block_size)))
+
+    def scores(self, q, k):
+        return q @ k.mT / k.shape[-1] ** 0.5
+
+    def attend(self, s, T):
+        return F.softmax(s.masked_fill(self.tril[:T, :T] == 0, NEG), dim=-1)
+
+    def forward(self, x):
+        T = x.shape[1]
+        k, q, v = self.key(x), self.query(x), self.value(x)
+        return self.attend(self.scores(q, k), T) @ v
+
+
+def head_with(**methods):
+    return type("Head", (Head,), methods)
+
+
+class _dropout_head(Head):  # noqa: N801 - a class passed where check_head wants one
+    def __init__(self, C, head_size, block_size):
+        super().__init__(C, head_size, block_size)
+        self.drop = nn.Dropout(0.2)
+
+    def attend(self, s, T):
+        return self.drop(Head.attend(self, s, T))
+
+
+def _fill_head(fill):
+    return head_with(attend=lambda self, s, T: F.softmax(s.masked_fill(self.tril[:T, :T] == 0, fill), -1))
+
+
+def _stub(*args):
+    raise NotImplementedError("fill me in")
+
+
+def _helper_stub(*args):
+    return _unfinished_helper(args[0])
+
+
+def _unfinished_helper(t):
+    raise NotImplementedError("write the helper")
+
+
+class PlainHead:
+    """A head that is no nn.Module."""
+
+    def __init__(self, C, head_size, block_size):
+        self.key = nn.Linear(C, head_size, bias=False)
+        self.query = nn.Linear(C, head_size, bias=False)
+        self.value = nn.Linear(C, head_size, bias=False)
+        self.tril = torch.tril(torch.ones(block_size, block_size))
+
+    def __call__(self, x):
+        T = x.shape[1]
+        s = self.query(x) @ self.key(x).mT / self.key.out_features ** 0.5
+        return F.softmax(s.masked_fill(self.tril[:T, :T] == 0, NEG), -1) @ self.value(x)
+
+
+def _zeroing_key_forward(self, x):
+    with torch.no_grad():
+        self.key.weight.zero_()
+    return Head.forward(self, x)
+
+
+def _in_place_forward(self, x):
+    x.mul_(1.0)  # touches x, changes nothing
+    x.add_(0.5)
+    return Head.forward(self, x - 0.5)
+
+
+# ---------------------------------------------------------------- inputs
+
+def _transforms():
+    """(label, transform of a right tensor answer, expected verdict, mistake id)."""
+    return [
+        ("float16", lambda t: t.half(), "fail", "general/dtype"),
+        ("bfloat16", lambda t: t.bfloat16(), "fail", "general/dtype"),
+        ("int64", lambda t: t.long(), "fail", "general/dtype"),
+        ("float64", lambda t: t.double(), "pass", ""),
+        ("meta", lambda t: t.to("meta"), "fail", "general/device"),
+        ("numpy", lambda t: t.detach().numpy(), "fail", "general/not-a-tensor"),
+        ("list", lambda t: t.tolist(), "fail", "general/not-a-tensor"),
+        ("None", lambda t: None, "fail", "general/not-a-tensor"),
+        ("plus 0.01", lambda t: t + 0.01, "fail", "general/differ"),
+        ("unsqueezed", lambda t: t.unsqueeze(0), "fail", ""),
+        ("one nan", lambda t: t.flatten().index_fill(0, torch.tensor([0]), math.nan).view_as(t), "fail",
+         "general/not-finite"),
+        ("requires grad", lambda t: t.detach().requires_grad_(), "pass", ""),
+    ]
+
+
+def _zeroing(right):
+    """The right answer, computed first, then the first tensor argument zeroed in place."""
+
+    def fn(*args):
+        out = right(*args)
+        next(a for a in args if isinstance(a, torch.Tensor)).zero_()
+        return out
+
+    return fn
+
+
+def _function_inputs(name, right, nargs):
+    out = [Input(f"{name}: right", name, (right,), "pass"),
+           Input(f"{name}: stub", name, (_stub,), "stub"),
+           Input(f"{name}: None by keyword", name, (), "stub", kwargs={"fn": None}),
+           Input(f"{name}: helper not implemented", name, (_helper_stub,), "fail",
+                 "general/helper-not-implemented"),
+           Input(f"{name}: raises ValueError", name, (lambda *a: int("x"),), "fail", "general/raised"),
+           Input(f"{name}: not callable", name, (42,), "fail", "general/not-callable"),
+           Input(f"{name}: zeroes its first tensor input", name, (_zeroing(right),), "fail",
+                 "general/changed-input")]
+    for label, t, expect, mistake in _transforms():
+        if label == "plus 0.01":  # the same offset everywhere is what a bias adds; on weights, it lands on hidden keys
+            mistake = {"check_projection": "projection/bias", "check_padding_mask": "pad/sees-hidden"}.get(name, mistake)
+        out.append(Input(f"{name}: {label}", name, ((lambda tr: lambda *a: tr(right(*a)))(t),), expect, mistake))
+    return out
+
+
+def inputs() -> list[Input]:
+    from attention_lab.reference import ReferenceHead
+
+    gen = torch.Generator().manual_seed(0)
+    torch.manual_seed(0)
+    real_head, real_x = ReferenceHead(32, 16, 8), torch.randn(4, 8, 32, generator=gen)
+    real_x_nan = real_x.clone()
+    real_x_nan[1, 3, 0] = math.nan
+
+    def real(head=real_head, x=real_x, fill=NEG):
+        def real_batch_weights():
+            q, k = head.query(x), head.key(x)
+            T = x.shape[1]
+            return F.softmax((q @ k.mT / 4).masked_fill(_tril(T) == 0, fill), dim=-1)
+
+        return real_batch_weights
+
+    def real_zeroing():
+        with torch.no_grad():
+            real_head.key.weight.mul_(1.0)
+        return real()()
+
+    def real_in_place():
+        s = (real_head.query(real_x) @ real_head.key(real_x).mT / 4)
+        s.masked_fill_(_tril(8) == 0, NEG)
+        real_x.mul_(1.0)  # touching x is fine: its numbers do not change
+        return F.softmax(s, -1)
+
+    right_real = real()().detach()
+    other_head = copy.deepcopy(real_head)  # zeroed by one input: the others keep theirs
+    L = []
+    L += _function_inputs("check_cumsum_average", cumsum_average, 1)
+    L += [Input("cumsum: x.div_ in place", "check_cumsum_average",
+                (lambda x: x.cumsum_(1).div_(torch.arange(1, x.shape[1] + 1).view(1, -1, 1)),), "fail",
+                "general/changed-input")]
+    L += _function_inputs("check_projection", projection, 2)
+    L += [Input("projection: zeroes layer.weight.data", "check_projection",
+                (lambda x, layer: (layer.weight.data.zero_(), x @ layer.weight.T)[1],), "fail",
+                "general/changed-module"),
+          Input("projection: sets the weight to ones", "check_projection",
+                (lambda x, layer: (layer.weight.data.fill_(1.0), x @ layer.weight.T)[1],), "fail",
+                "general/changed-module")]
+    L += _function_inputs("check_scaled_scores", scores, 2)
+    L += [Input("scores: q.div_ in place", "check_scaled_scores",
+                (lambda q, k: q.div_(math.sqrt(q.shape[-1])) @ k.mT,), "fail", "general/changed-input")]
+    L += _function_inputs("check_softmax", softmax, 1)
+    L += [Input("softmax: z.sub_().exp_()", "check_softmax",
+                (lambda z: (lambda e: e / e.sum(-1, keepdim=True))(z.sub_(z.max(-1, keepdim=True).values).exp_()),),
+                "fail", "general/changed-input")]
+    L += _function_inputs("check_padding_mask", padding, 2)
+    L += [Input("padding: s.masked_fill_", "check_padding_mask",
+                (lambda s, p: torch.nan_to_num(F.softmax(s.masked_fill_((_tril(s.shape[-1]) == 0) | p[:, None, :], NEG), -1)),),
+                "fail", "general/changed-input"),
+          Input("padding: fill -1e9", "check_padding_mask",
+                (lambda s, p: padding(s, p, -1e9) * (~((_tril(s.shape[-1]) == 0) | p[:, None, :])).any(-1, keepdim=True),), "pass"),
+          Input("padding: fill -10", "check_padding_mask", (lambda s, p: padding(s, p, -10.0),), "fail",
+                "pad/finite-fill"),
+          Input("padding: fill -100", "check_padding_mask", (lambda s, p: padding(s, p, -100.0),), "fail",
+                "pad/uniform-rows"),
+          Input("padding: fill -100, empty rows zeroed", "check_padding_mask",
+                (lambda s, p: padding(s, p, -100.0) * (~((_tril(s.shape[-1]) == 0) | p[:, None, :])).any(-1, keepdim=True),),
+                "fail", "pad/finite-fill")]
+    L += _function_inputs("check_weight_by_distance", by_distance, 1)
+    L += _function_inputs("check_multihead_sdpa", multihead, 2)
+    L += [Input("multihead: zeroes heads[0].key.weight", "check_multihead_sdpa",
+                (lambda heads, x: (heads[0].key.weight.data.zero_(), multihead(heads, x))[1],), "fail",
+                "general/changed-module")]
+    # check_head
+    H = "check_head"
+    L += [Input("head: right", H, (Head,), "pass"),
+          Input("head: sdpa", H, (head_with(forward=lambda self, x: F.scaled_dot_product_attention(
+              self.query(x), self.key(x), self.value(x), is_causal=True)),), "pass"),
+          Input("head: fill -1e9", H, (_fill_head(-1e9),), "pass"),
+          Input("head: stub class", H, (type("StubHead", (nn.Module,), {"__init__": _stub}),), "stub"),
+          Input("head: None by keyword", H, (), "stub", kwargs={"Head": None}),
+          Input("head: an instance", H, (Head(384, 16, 8),), "fail", "head/instance"),
+          Input("head: plain class", H, (PlainHead,), "fail", "head/not-a-module"),
+          Input("head: not callable", H, (42,), "fail", "general/not-callable"),
+          Input("head: zeroes its key.weight", H, (head_with(forward=_zeroing_key_forward),), "fail",
+                "general/changed-module"),
+          Input("head: changes x in place", H, (head_with(forward=_in_place_forward),), "fail",
+                "general/changed-input"),
+          Input("head: fill -100", H, (_fill_head(-100.0),), "fail", "mask/finite-fill"),
+          Input("head: fill -20", H, (_fill_head(-20.0),), "fail", "mask/finite-fill"),
+          Input("head: fill -10", H, (_fill_head(-10.0),), "fail", "mask/finite-fill"),
+          Input("head: fill -5", H, (_fill_head(-5.0),), "fail", "mask/finite-fill"),
+          Input("head: mask tril >= 0 (everything)", H, (head_with(
+              attend=lambda self, s, T: F.softmax(s.masked_fill(self.tril[:T, :T] >= 0, NEG), -1)),), "fail", ""),
+          Input("head: mask tril > 1 (nothing)", H, (head_with(
+              attend=lambda self, s, T: F.softmax(s.masked_fill(self.tril[:T, :T] > 1, NEG), -1)),), "fail",
+                "mask/none"),
+          Input("head: mask tril.bool()", H, (head_with(
+              attend=lambda self, s, T: F.softmax(s.masked_fill(self.tril[:T, :T].bool(), NEG), -1)),), "fail",
+                "mask/hides-past"),
+          Input("head: mask not sliced", H, (head_with(
+              attend=lambda self, s, T: F.softmax(s.masked_fill(self.tril == 0, NEG), -1)),), "fail",
+                "head/T-lt-block"),
+          Input("head: mask torch.tril(ones(8, 8))", H, (head_with(
+              attend=lambda self, s, T: F.softmax(s.masked_fill(_tril(8) == 0, NEG), -1)),), "fail", ""),
+          Input("head: leaks one future key", H, (head_with(
+              attend=lambda self, s, T: F.softmax(s.masked_fill((self.tril[:T, :T] == 0) & ~(
+                  (torch.arange(T)[:, None] == min(6, T - 2)) & (torch.arange(T)[None, :] == min(7, T - 1))), NEG), -1)),),
+                "fail", "head/sees-future"),
+          Input("head: scale after the softmax", H, (head_with(
+              scores=lambda self, q, k: q @ k.mT,
+              attend=lambda self, s, T: Head.attend(self, s, T) / self.key.out_features ** 0.5),), "fail",
+                "head/scale-after-softmax"),
+          Input("head: scale on the output", H, (head_with(
+              scores=lambda self, q, k: q @ k.mT,
+              forward=lambda self, x: Head.forward(self, x) / self.key.out_features ** 0.5),), "fail", ""),
+          Input("head: F.dropout left on", H, (head_with(
+              attend=lambda self, s, T: F.dropout(Head.attend(self, s, T), 0.1)),), "fail", "head/random"),
+          Input("head: nn.Dropout (off in eval)", H, (_dropout_head,), "pass"),
+          Input("padding: one future key seen", "check_padding_mask",
+                (lambda s, p: padding(s, p).index_put((torch.tensor(0), torch.tensor(3), torch.tensor(5)),
+                                                      torch.tensor(0.2)),), "fail", "pad/sees-hidden"),
+          Input("head: sqrt C", H, (head_with(scores=lambda self, q, k: q @ k.mT / self.key.in_features ** 0.5),),
+                "fail", "head/sqrt-C"),
+          Input("head: scale 0.3", H, (head_with(scores=lambda self, q, k: q @ k.mT * 0.3),), "fail",
+                "head/other-scale"),
+          ]
+    # check_real_batch_weights
+    R = "check_real_batch_weights"
+    L += [Input("real: right function", R, (real(), real_head, real_x), "pass"),
+          Input("real: right tensor", R, (right_real, real_head, real_x), "pass"),
+          Input("real: stub", R, (_stub, real_head, real_x), "stub"),
+          Input("real: None by keyword", R, (), "stub", kwargs=dict(weights=None, head=real_head, x=real_x)),
+          Input("real: fill -100", R, (real(fill=-100.0), real_head, real_x), "fail", "mask/finite-fill"),
+          Input("real: fill -1e9", R, (real(fill=-1e9), real_head, real_x), "pass"),
+          Input("real: zeros for a nan x", R, (torch.zeros(4, 8, 8), real_head, real_x_nan), "fail", "real/bad-x"),
+          Input("real: head None", R, (right_real, None, real_x), "fail", "real/bad-head"),
+          Input("real: head a lambda", R, (right_real, lambda x: x, real_x), "fail", "real/bad-head"),
+          Input("real: x numpy", R, (right_real, real_head, real_x.numpy()), "fail", "real/bad-x"),
+          Input("real: x list", R, (right_real, real_head, real_x.tolist()), "fail", "real/bad-x"),
+          Input("real: x wrong width", R, (right_real, real_head, torch.randn(4, 8, 16)), "fail", "real/bad-x"),
+          Input("real: x on meta", R, (right_real, real_head, real_x.to("meta")), "fail", "real/bad-x"),
+          Input("real: weights on meta", R, (right_real.to("meta"), real_head, real_x), "fail", "general/device"),
+          Input("real: float16 weights", R, (right_real.half(), real_head, real_x), "fail", "general/dtype"),
+          Input("real: masked_fill_ in place", R, (real_in_place, real_head, real_x), "pass"),
+          Input("real: touches head.key", R, (real_zeroing, real_head, real_x), "pass"),
+          Input("real: zeroes head.key", R, (lambda: _zero_then(other_head, right_real), other_head, real_x),
+                "fail", "general/changed-module")]
+    # check_previous_token_head
+    P = "check_previous_token_head"
+
+    def prev_head(dtype=None, C=8, bs=8):
+        h = ReferenceHead(C, C, bs)
+        with torch.no_grad():
+            h.query.weight.copy_(20 * torch.eye(C))
+            h.key.weight.copy_(torch.diag(torch.ones(C - 1), -1) if C > 1 else torch.zeros(C, C))
+        if dtype is torch.int64:  # nn.Module.to refuses integer dtypes; a learner can still do this
+            for layer in (h.query, h.key):
+                layer.weight = nn.Parameter(layer.weight.detach().round().long(), requires_grad=False)
+            return h
+        return h.to(dtype) if dtype else h
+
+    L += [Input("previous: right", P, (prev_head(),), "pass"),
+          Input("previous: stub", P, (_stub,), "stub"),
+          Input("previous: None by keyword", P, (), "stub", kwargs={"head": None}),
+          Input("previous: int64 weights", P, (prev_head(torch.int64),), "fail", "general/dtype"),
+          Input("previous: float16 weights", P, (prev_head(torch.float16),), "fail", "general/dtype"),
+          Input("previous: Head(0, 0, 0)", P, (lambda: ReferenceHead(0, 0, 0),), "fail", "previous/too-small"),
+          Input("previous: block_size 1", P, (ReferenceHead(1, 1, 1),), "fail", "previous/too-small"),
+          Input("previous: meta", P, (prev_head().to("meta"),), "fail", "general/device"),
+          Input("previous: a number", P, (3,), "fail", "previous/not-a-head")]
+    # check_furthest_line (slow: a handful)
+    Fu = "check_furthest_line"
+    L += [Input("furthest: right", Fu, (furthest,), "pass"),
+          Input("furthest: stub", Fu, (_stub,), "stub"),
+          Input("furthest: zeroes key weights, returns the longest line", Fu,
+                (lambda model, lines: (model.head.key.weight.data.zero_(), max(lines, key=len))[1],), "fail",
+                "general/changed-module"),
+          Input("furthest: index", Fu, (lambda model, lines: lines.index(furthest(model, lines)),), "fail",
+                "furthest/not-a-line"),
+          Input("furthest: helper not implemented", Fu, (_helper_stub,), "fail", "general/helper-not-implemented")]
+    return L
+
+
+def _zero_then(head, answer):
+    with torch.no_grad():
+        head.key.weight.zero_()
+    return answer
+
+
+# ---------------------------------------------------------------- running
+
+
+def classify(checks, item: Input, strict: bool) -> tuple[str, str]:
+    """(kind, what happened) for one input in one mode."""
+    check = getattr(checks, item.check)
+    out = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(out):
+            result = check(*item.args, strict=strict, **(item.kwargs or {}))
+    except checks.CheckFailed as failure:
+        mistake = failure.mistake
+        said = f"CheckFailed {mistake}: {str(failure).splitlines()[0][:100]}"
+        if item.expect == "stub":
+            if mistake == "general/not-implemented":
+                return "clear", said
+            return "wrong verdict", said
+        if item.expect == "pass":
+            return "wrong verdict", said
+        if item.mistake:
+            return ("clear" if mistake == item.mistake else "generic"), said
+        return ("generic" if mistake in GENERIC else "clear"), said
+    except Exception as exc:  # noqa: BLE001 - counting crashes is the point
+        return "crash", f"{type(exc).__name__}: {str(exc).splitlines()[0][:100] if str(exc) else ''}"
+    printed = out.getvalue()
+    stub = "not yet implemented" in printed
+    if item.expect == "stub":
+        return ("clear" if stub or strict is False and stub else "wrong verdict"), printed.strip()[:100]
+    if item.expect == "fail":
+        return "wrong verdict", f"passed: {printed.strip()[:100] or result}"
+    return ("clear" if not stub else "wrong verdict"), printed.strip()[:100]
+
+
+def sweep(checks=None, verbose=False) -> Counter:
+    if checks is None:
+        from attention_lab import checks
+    counts = Counter()
+    for strict in (False, True):
+        for item in inputs():  # built again for each mode: some inputs change their own arguments
+            with torch.random.fork_rng(devices=[]), warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # the mistakes' own warnings (x.T on 3-D, empty layers)
+                kind, said = classify(checks, item, strict)
+            counts[kind] += 1
+            counts["tried"] += 1
+            if verbose and kind != "clear":
+                print(f"{kind:13} {'strict' if strict else 'learner':7} {item.label}: {said}", file=sys.stderr)
+    return counts
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("-v", "--verbose", action="store_true", help="list every input that is not clear")
+    args = parser.parse_args(argv)
+    c = sweep(verbose=args.verbose)
+    print(f"inputs tried {c['tried']} / clear {c['clear']} / generic {c['generic']} / crash {c['crash']} "
+          f"/ wrong verdict {c['wrong verdict']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
