@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 import tempfile
 import time
@@ -287,6 +288,7 @@ def main(argv=None) -> int:
     from playwright.sync_api import sync_playwright
 
     lab, page, weights = {}, {}, {}
+    args.load = [os.getloadavg()[0]]
     with sync_playwright() as pw, tempfile.TemporaryDirectory(prefix="bench-keypress-") as home:
         browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
         if not args.no_lab:
@@ -312,6 +314,7 @@ def main(argv=None) -> int:
                                 if base and (base / path).is_file() else None)
                         weights[path] = (this, then)
         browser.close()
+    args.load.append(os.getloadavg()[0])
     return report(stems, lab, page, weights, args)
 
 
@@ -319,6 +322,9 @@ def report(stems, lab: dict, page: dict, weights: dict, args) -> int:
     """Print the side-by-side table; return the exit status (1 when a limit is missed or a part failed)."""
     ok, problems = True, []
     print(f"\nkeypress -> painted picture, ms over {args.presses} presses: median, p90 (nearest rank)")
+    if getattr(args, "load", None):  # times move with the machine's load: say what it was
+        print(f"load average {args.load[0]:.1f} at the start, {args.load[-1]:.1f} at the end, on "
+              f"{os.cpu_count()} CPUs")
     print(f"{'chapter':<26} {'JupyterLab (limit 50)':<26} {'page (limit 16.7)':<26}")
     for stem in stems:
         row = f"{stem:<26}"
