@@ -78,6 +78,14 @@ student: install
 bench: install
 	$(BIN)/python tools/bench_explorers.py
 
+# keypress -> painted picture in a real JupyterLab (limit 50 ms) and in the built book (16.7 ms), median and
+# p90 per chapter, with the page weights (tools/bench_keypress.py; several minutes; the page half needs
+# `make book`); BASELINE=path/to/other/_build/html prints that build's page weights beside;
+# CHAPTERS=01,04 and PRESSES=N narrow it
+.PHONY: bench-keypress
+bench-keypress: install
+	$(BIN)/python tools/bench_keypress.py $(if $(BASELINE),--baseline $(BASELINE)) $(if $(CHAPTERS),--chapters $(CHAPTERS)) $(if $(PRESSES),--presses $(PRESSES))
+
 # the weight of a first visit of every page, gzipped, every request added (tools/bench_pages.py; needs
 # `make book`); BASELINE=path/to/other/_build/html measures another build beside it, in the same run
 .PHONY: bench-pages

@@ -24,7 +24,9 @@ drawn), ``result`` (everything the last drawing computed), ``message`` (the text
 selected button with a check icon, for JupyterLab and Colab, where the book's CSS is absent.
 
 *Drawing.* Each explorer owns one matplotlib figure and a :class:`attention_lab.plots.Frame`, which
-redraws only what changes and returns the picture at twice its displayed pixels.
+redraws only what changes (the heatmap's cells painted with numpy, the pixels matplotlib would draw) and
+returns the picture at twice its displayed pixels. ``tools/bench_keypress.py`` times a keypress in
+JupyterLab to the new picture on screen.
 
 *No backlog.* ipykernel hands a dragged slider's messages to the event loop one per turn, so drawing
 on every change queues a picture per intermediate value (measured: 40 drag messages, 40 pictures,

@@ -127,6 +127,31 @@ def test_pictures_carry_twice_the_pixels_of_their_displayed_size(factory):
     assert PILImage.open(io.BytesIO(ex.image.value)).size == (2 * w, 2 * h)
 
 
+@pytest.mark.parametrize("factory, name, values", [
+    (explorers.average_explorer, "T", [3, 16, 9]),
+    (explorers.scores_explorer, "head_size", [1, 128, 5]),
+    (explorers.scaling_explorer, "head_size", [1, 64]),
+    (explorers.masking_explorer, "mask", [False, True]),
+    (explorers.head_explorer, "T", [1, 14, 6]),
+    (explorers.trained_explorer, "text", ["Fi", "First Citizen:\nBefore we proceed"]),
+])
+def test_the_live_picture_is_the_one_matplotlib_draws(factory, name, values):
+    # the live picture paints its cells with numpy (plots.HeatmapArtist.paint): it must be, pixel for
+    # pixel, the figure matplotlib draws in full, with the same numbers stamped on it
+    ex = factory(static=False)
+    for value in values:
+        ex.controls[name].value = value
+        assert ex.message == ""
+        live = np.asarray(PILImage.open(io.BytesIO(ex.image.value)).convert("RGB"))
+        canvas = ex.frame.fig.canvas
+        canvas.draw()
+        drawn = np.asarray(canvas.buffer_rgba()).copy()
+        for heat in ex.frame.heatmaps:
+            ex.frame._stamper.stamp(drawn, heat.stamps())
+        differ = np.any(live != drawn[..., :3], axis=2)
+        assert not differ.any(), f"{name}={value!r}: {differ.sum()} pixels differ from matplotlib's drawing"
+
+
 @pytest.mark.parametrize("factory", ALL)
 def test_no_image_carries_a_tooltip(factory):
     # ipywidgets 8.1's Image view throws on a tooltip (it reads description.length; PR 3921)

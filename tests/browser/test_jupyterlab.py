@@ -1,10 +1,10 @@
 """A launch notebook in a real JupyterLab 4, as a Binder or local learner meets it.
 
-Starts `jupyter lab` from this environment on a free port (no token, `--expose-app-in-browser` so the test
-can drive `window.jupyterapp`), on a copy of notebooks/ in a temporary folder (JupyterLab never writes
-into the repository), with its settings in a temporary folder too: `windowingMode: none`, so the whole
-notebook is rendered and not only the cells on screen; no autosave; no news or update checks. Every request
-that leaves localhost is aborted.
+Starts `jupyter lab` from this environment (browsing.LabServer: a free port, a random token,
+`--expose-app-in-browser` so the test can drive `window.jupyterapp`) on a copy of notebooks/ in a temporary
+folder (JupyterLab never writes into the repository), with its settings in a temporary folder too:
+`windowingMode: none`, so the whole notebook is rendered and not only the cells on screen; no autosave; no
+news or update checks. Every request that leaves localhost is aborted.
 
 Then, in headless Chromium, it opens a chapter, runs all cells, and checks what a reader sees: no raw MyST
 in the rendered text, exercise headings "Exercise N.k", every solution folded (code cells collapsed to their
@@ -18,18 +18,13 @@ Skips when JupyterLab or Chromium is missing, except in CI (CI=true), where that
 
 from __future__ import annotations
 
-import json
 import os
 import re
-import shutil
-import subprocess
-import sys
 import time
-import urllib.request
 
 import nbformat
 import pytest
-from browsing import CHROMIUM, ROOT, SCREENSHOTS, PageVisit, free_port, missing
+from browsing import ALL_RUN, CHROMIUM, PANEL, READY, ROOT, SCREENSHOTS, LabServer, PageVisit, missing
 
 # three chapters by default (CI time): chapter 1; chapter 4, with a solution in text, code and text again and a
 # toggle; chapter 6, whose solutions print (the printing moves into their folded <details>) and whose explorer
@@ -38,13 +33,6 @@ from browsing import CHROMIUM, ROOT, SCREENSHOTS, PageVisit, free_port, missing
 _ALL = sorted(p.stem for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 _CHOICE = os.environ.get("JUPYTERLAB_CHAPTERS", "01_plain_causal_average,04_masking_the_future,06_trained_head")
 CHAPTERS = _ALL if _CHOICE == "all" else [s for s in _CHOICE.split(",") if s]
-
-SETTINGS = {
-    "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
-    "@jupyterlab/docmanager-extension/plugin.jupyterlab-settings": {"autosave": False},
-    "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {"fetchNews": "false",
-                                                                        "checkForUpdates": False},
-}
 
 # raw MyST as it shows in rendered text: a role's name before its argument, a directive's fence and name,
 # a label line, an option line
@@ -55,18 +43,10 @@ RENDERED_RAW = {
     "option": re.compile(r"^\s*:[A-Za-z][\w-]*:\s", re.M),
 }
 
-PANEL = "window.jupyterapp.shell.currentWidget"
-READY = (f"window.jupyterapp && {PANEL} && {PANEL}.context && {PANEL}.context.isReady && "
-         f"{PANEL}.sessionContext.session && {PANEL}.sessionContext.session.kernel && "
-         f"{PANEL}.sessionContext.session.kernel.status === 'idle'")
-ALL_RUN = f"""(() => {{ const p = {PANEL}; const k = p.sessionContext.session.kernel;
-  return k.status === 'idle' && p.content.widgets.filter(c => c.model.type === 'code')
-    .every(c => c.model.executionCount !== null); }})()"""
-
 
 @pytest.fixture(scope="module")
 def jupyterlab(tmp_path_factory):
-    """A JupyterLab 4 server on a copy of notebooks/; yields its base URL."""
+    """A JupyterLab 4 server on a copy of notebooks/ (browsing.LabServer); yields it."""
     try:
         import jupyterlab  # noqa: F401
     except ImportError:
@@ -75,46 +55,11 @@ def jupyterlab(tmp_path_factory):
         missing(f"{CHROMIUM} not found: install Debian's chromium (apt-get install -y chromium)")
     if not _ALL:
         missing("notebooks/ holds no launch notebooks: run `make launch`")
-    home = tmp_path_factory.mktemp("jupyterlab")
-    shutil.copytree(ROOT / "notebooks", home / "root" / "notebooks")
-    for name, value in SETTINGS.items():
-        path = home / "settings" / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(value))
-    env = dict(os.environ, JUPYTERLAB_SETTINGS_DIR=str(home / "settings"),
-               JUPYTERLAB_WORKSPACES_DIR=str(home / "workspaces"), JUPYTER_RUNTIME_DIR=str(home / "runtime"),
-               JUPYTER_CONFIG_DIR=str(home / "config"), JUPYTER_DATA_DIR=str(home / "data"))
-    port = free_port()
-    log = (home / "server.log").open("w")
-    server = subprocess.Popen(
-        [sys.executable, "-m", "jupyterlab", "--no-browser", "--ServerApp.token=", "--ServerApp.password=",
-         "--expose-app-in-browser", "--allow-root", f"--port={port}", "--ServerApp.ip=127.0.0.1",
-         f"--ServerApp.root_dir={home / 'root'}", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"],
-        stdout=log, stderr=subprocess.STDOUT, env=env, cwd=home)
-    url = f"http://127.0.0.1:{port}/"
     try:
-        deadline = time.monotonic() + 90
-        while True:
-            if server.poll() is not None:
-                pytest.fail(f"jupyter lab exited with {server.returncode}:\n{(home / 'server.log').read_text()[-3000:]}")
-            try:
-                with urllib.request.urlopen(url + "api/status", timeout=2) as response:
-                    if response.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"jupyter lab did not answer in 90 s:\n{(home / 'server.log').read_text()[-3000:]}")
-            time.sleep(0.5)
-        yield url
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
-        log.close()
+        with LabServer(tmp_path_factory.mktemp("jupyterlab"), ROOT / "notebooks") as lab:
+            yield lab
+    except RuntimeError as err:  # the server did not start: the log says why
+        pytest.fail(str(err))
 
 
 def _rendered_blocks(page) -> list[tuple[str, bool]]:
@@ -145,7 +90,7 @@ def test_a_chapter_in_jupyterlab_reads_like_the_book(jupyterlab, browser, stem):
     page = context.new_page()
     # ?reset: a fresh workspace, not the previous test's open notebooks; requests off localhost are
     # aborted and recorded, console errors too (no settle(): JupyterLab's network never goes idle)
-    visit = PageVisit(page, f"{jupyterlab}lab/tree/notebooks/{stem}.ipynb?reset")
+    visit = PageVisit(page, jupyterlab.url(f"lab/tree/notebooks/{stem}.ipynb?reset"))
     try:
         started = time.monotonic()
         page.goto(visit.url)

@@ -1,0 +1,360 @@
+"""Benchmark: keypress -> painted picture, in a real JupyterLab and in the hosted book, and the pages' weight.
+
+    python tools/bench_keypress.py                                # both halves, every chapter, 20 presses each
+    python tools/bench_keypress.py --baseline OTHER/_build/html   # page weights beside another build's
+    python tools/bench_keypress.py --chapters 01,04 --presses 30 --no-page
+
+Printed side by side in one run, per chapter, with median and p90 (nearest rank) of the presses:
+
+* **JupyterLab** (limit 50 ms): ``jupyter lab`` starts headless on a free port with a random token
+  (``browsing.LabServer``, shared with tests/browser/test_jupyterlab.py) on a copy of notebooks/; Chromium
+  opens a chapter, runs all its cells, focuses its explorer's first slider and presses ArrowRight (ArrowLeft
+  back from the slider's end) ``--presses`` times. Chapter 6's explorer has no slider: there a press types
+  into its text box (Backspace, then the character it removed, and so on). Each press is timed from the
+  keydown event's time stamp to the first frame painted with the new picture: a MutationObserver sees the
+  explorer's ``<img>`` get its new ``src``, ``img.decode()`` waits for its pixels, a requestAnimationFrame
+  callback runs before the next frame is painted and a message posted from it runs after that paint.
+  The kernel, the websocket, JupyterLab and the browser's decode are all inside that span.
+* **The hosted book** (limit 16.7 ms, one frame at 60 Hz): the built book (``--html``, default
+  _build/html) served on 127.0.0.1. A page explorer follows this contract: its root is
+  ``<div class="attention-explorer" data-explorer="NAME">`` holding ``<input type=range>`` controls, and
+  after every paint it increments ``root.dataset.paints`` and dispatches
+  ``CustomEvent("explorer:painted", {bubbles: true})``. Each chapter page's explorers get ``--presses``
+  presses on their first range input, timed from keydown to the frame painted after that event, as
+  above. A page with no such explorer is said so.
+* **Page weight**: a first visit, empty cache, gzipped, of the front page and every chapter
+  (tools/bench_pages.py's ``Visit``), against the limits 0.5 MB and 1.5 MB, and with ``--baseline`` beside
+  the same pages of another build.
+
+A press waits for its picture (``--wait`` s) before the next one, so presses never queue behind each
+other. Timing is never a test (the machine is shared): this script prints, and exits 1 when a limit is
+missed, a picture never came or a page has no explorer; tests/test_bench_keypress.py and
+tests/browser/test_bench_keypress.py test its logic. Chromium is /usr/bin/chromium (or $CHROMIUM), driven
+by Playwright; every request off 127.0.0.1 is aborted; nothing is downloaded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests" / "browser"))  # browsing.py: Chromium's flags, PageVisit, LabServer
+
+import bench_pages  # noqa: E402  (tools/ is this script's folder, so on the path)
+from browsing import (ALL_RUN, CHROMIUM, CHROMIUM_ARGS, PANEL, READY, LabServer,  # noqa: E402
+                      PageVisit)
+
+LAB_LIMIT_MS = 50.0
+PAGE_LIMIT_MS = 1000 / 60  # one frame at 60 Hz
+FRONT_PAGE = "book/intro.html"
+WEIGHT_LIMIT_MB = {"chapter": 1.5, "front": 0.5}
+
+
+def median(times: list[float]) -> float:
+    """The median of ``times`` (the mean of the two middle values for an even count)."""
+    if not times:
+        raise ValueError("median of no times: at least one press must have been timed")
+    s = sorted(times)
+    mid = len(s) // 2
+    return s[mid] if len(s) % 2 else (s[mid - 1] + s[mid]) / 2
+
+
+def p90(times: list[float]) -> float:
+    """The 90th percentile of ``times`` by nearest rank: the smallest time that at least 90 % of them
+    do not exceed (of 20 presses, the 18th fastest)."""
+    if not times:
+        raise ValueError("p90 of no times: at least one press must have been timed")
+    s = sorted(times)
+    return s[max(0, math.ceil(0.9 * len(s)) - 1)]
+
+
+@dataclass
+class Result:
+    """The presses of one chapter in one place: times in ms, or why there are none (``problem``)."""
+
+    times: list[float] = field(default_factory=list)
+    problem: str = ""
+    what: str = ""  # the control pressed, e.g. "slider d_k (head_size)"
+
+    def cell(self, limit: float) -> str:
+        if self.problem:
+            return self.problem
+        m, p = median(self.times), p90(self.times)
+        return f"{m:6.1f} {p:6.1f}  {'ok' if m <= limit else 'MISSED'}"
+
+    def met(self, limit: float) -> bool:
+        return not self.problem and median(self.times) <= limit
+
+
+# ---- in the page: keydown -> the frame painted after the picture changed --------------------------------
+
+# window.__kp: t0 is the last keydown's time stamp (cleared once its picture is timed), times the ms of
+# each timed press. `painted()` is called when the new picture is in place; the frame that shows it is
+# painted after the next requestAnimationFrame callback, and a message posted there runs after that paint.
+_TIMER_JS = """() => {
+  if (window.__kp) return;
+  const st = window.__kp = {t0: null, times: []};
+  document.addEventListener('keydown', e => { st.t0 = e.timeStamp; }, true);
+  st.painted = () => {
+    if (st.t0 === null) return;
+    const t0 = st.t0; st.t0 = null;
+    requestAnimationFrame(() => {
+      const ch = new MessageChannel();
+      ch.port1.onmessage = () => st.times.push(performance.now() - t0);
+      ch.port2.postMessage(0);
+    });
+  };
+}"""
+
+# JupyterLab: the explorer's <img> gets a new blob: src; decode() resolves once its pixels are ready
+_WATCH_IMG_JS = """el => {
+  new MutationObserver(muts => muts.forEach(m => {
+    if (m.attributeName === 'src') m.target.decode().catch(() => null).then(() => window.__kp.painted());
+  })).observe(el, {attributes: true, attributeFilter: ['src'], subtree: true});
+}"""
+
+# the page: the contract's event on the explorer's root
+_WATCH_EVENT_JS = """root => root.addEventListener('explorer:painted', () => window.__kp.painted())"""
+
+# the direction of the next press on a slider: right, unless it is at its end
+_AT_END_JS = {
+    "lab": "h => Number(h.getAttribute('aria-valuenow')) >= Number(h.getAttribute('aria-valuemax'))",
+    "page": "i => Number(i.value) >= Number(i.max)",
+}
+_AT_START_JS = {
+    "lab": "h => Number(h.getAttribute('aria-valuenow')) <= Number(h.getAttribute('aria-valuemin'))",
+    "page": "i => Number(i.value) <= Number(i.min)",
+}
+
+
+def next_key(previous: str | None, at_start: bool, at_end: bool) -> str:
+    """The arrow key of the next press: on in the direction of the last one, back at either end."""
+    if at_end:
+        return "ArrowLeft"
+    if at_start:
+        return "ArrowRight"
+    return previous or "ArrowRight"
+
+
+def _press_all(page, control, presses: int, wait_s: float, keys, kind: str | None) -> list[float]:
+    """Press keys on ``control`` (focused) ``presses`` times, one picture at a time; the times in ms.
+
+    ``keys`` is a list of keys to cycle through, or None for arrows that sweep the slider (``kind``
+    "lab" or "page" says how to read its position). Raises TimeoutError when a picture does not come.
+    """
+    control.focus()
+    key = None
+    for n in range(presses):
+        if keys is None:
+            key = next_key(key, control.evaluate(_AT_START_JS[kind]), control.evaluate(_AT_END_JS[kind]))
+        else:
+            key = keys[n % len(keys)]
+        page.keyboard.press(key)
+        try:
+            page.wait_for_function(f"window.__kp.times.length > {n}", timeout=wait_s * 1000)
+        except Exception as err:  # noqa: BLE001  playwright's own TimeoutError
+            raise TimeoutError(f"press {n + 1} ({key}) painted no new picture within {wait_s:g} s") from err
+        page.wait_for_timeout(150)  # let the kernel and the page fall idle before the next press
+    return page.evaluate("window.__kp.times")
+
+
+# ---- JupyterLab ---------------------------------------------------------------------------------------
+
+
+def lab_chapter(browser, lab: LabServer, stem: str, presses: int, wait_s: float) -> Result:
+    """Open notebooks/<stem>.ipynb in JupyterLab, run it, and time presses on its explorer."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    visit = PageVisit(page, lab.url(f"lab/tree/notebooks/{stem}.ipynb?reset"))
+    try:
+        page.goto(visit.url)
+        page.wait_for_function(READY, timeout=90_000)
+        page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+        page.wait_for_timeout(1000)
+        page.wait_for_function(ALL_RUN, timeout=300_000)
+        errors = page.evaluate(f"""{PANEL}.content.widgets.filter(c => c.model.type === 'code')
+            .flatMap(c => c.model.outputs.toJSON()).filter(o => o.output_type === 'error')
+            .map(o => o.ename + ': ' + o.evalue)""")
+        if errors:
+            return Result(problem=f"the notebook raised: {errors[0][:60]}")
+        explorer = page.locator(".jp-OutputArea-output:has(.attention-explorer)").first
+        if not explorer.count():
+            return Result(problem="no explorer rendered")
+        explorer.scroll_into_view_if_needed()
+        page.evaluate(_TIMER_JS)
+        explorer.evaluate(_WATCH_IMG_JS)
+        if explorer.locator(".widget-slider").count():
+            label = explorer.locator(".widget-slider .widget-label").first.inner_text().strip()
+            control, keys, what = explorer.locator(".widget-slider .noUi-handle").first, None, f"slider {label}"
+        elif explorer.locator("input[type=text]").count():
+            control = explorer.locator("input[type=text]").first
+            text = control.input_value()
+            control.focus()
+            page.keyboard.press("End")
+            keys, what = ["Backspace", "Space" if text[-1] == " " else text[-1]], "typing in the text box"
+        else:
+            return Result(problem="its explorer has no slider and no text box")
+        return Result(_press_all(page, control, presses, wait_s, keys, "lab"), what=what)
+    except TimeoutError as err:
+        return Result(problem=str(err))
+    finally:
+        context.close()
+
+
+# ---- the hosted book ------------------------------------------------------------------------------------
+
+# the page explorers of the contract that have a slider, by name
+_PAGE_EXPLORERS_JS = """() => Array.from(document.querySelectorAll('.attention-explorer[data-explorer]'))
+  .filter(r => r.querySelector('input[type=range]')).map(r => r.dataset.explorer)"""
+
+
+def page_chapter(browser, url: str, presses: int, wait_s: float) -> Result:
+    """Time presses on the first slider of every page explorer of the page at ``url``, pooled."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    visit = PageVisit(page, url)
+    try:
+        page.goto(url, wait_until="load")
+        visit.settle()
+        names = page.evaluate(_PAGE_EXPLORERS_JS)
+        if not names:
+            return Result(problem="no page explorer on this page")
+        times = []
+        page.evaluate(_TIMER_JS)
+        for name in names:
+            root = page.locator(f'.attention-explorer[data-explorer="{name}"]').first
+            root.evaluate(_WATCH_EVENT_JS)
+            root.scroll_into_view_if_needed()
+            page.evaluate("window.__kp.times = []")
+            before = int(root.evaluate("r => Number(r.dataset.paints || 0)"))
+            times += _press_all(page, root.locator("input[type=range]").first, presses, wait_s, None, "page")
+            painted = int(root.evaluate("r => Number(r.dataset.paints || 0)"))
+            if painted < before + presses:
+                return Result(problem=f"{name}: dataset.paints rose by {painted - before}, not {presses}")
+        return Result(times, what=", ".join(names))
+    except TimeoutError as err:
+        return Result(problem=str(err))
+    finally:
+        context.close()
+
+
+# ---- the run ---------------------------------------------------------------------------------------
+
+
+def chapters(selected: list[str] | None) -> list[str]:
+    """The chapter stems of notebooks/ (e.g. "01_plain_causal_average"), or those whose stem starts with
+    one of ``selected`` ("01", "04_masking")."""
+    stems = sorted(p.stem for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    if not selected:
+        return stems
+    chosen = [s for s in stems if any(s.startswith(x) for x in selected)]
+    unknown = [x for x in selected if not any(s.startswith(x) for s in stems)]
+    if unknown:
+        raise SystemExit(f"bench_keypress: no chapter starts with {', '.join(unknown)}; the chapters are "
+                         f"{', '.join(stems)}")
+    return chosen
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--presses", type=int, default=20, help="presses per chapter and place (default 20)")
+    parser.add_argument("--chapters", help="comma-separated chapter stems or their starts, e.g. 01,04")
+    parser.add_argument("--html", default=str(ROOT / "_build" / "html"), help="the built book (default _build/html)")
+    parser.add_argument("--baseline", help="another built book whose page weights are printed beside")
+    parser.add_argument("--wait", type=float, default=10.0, help="seconds a press may take to paint (default 10)")
+    parser.add_argument("--no-lab", action="store_true", help="skip JupyterLab")
+    parser.add_argument("--no-page", action="store_true", help="skip the hosted book (keypresses and weights)")
+    args = parser.parse_args(argv)
+    if args.presses < 1:
+        raise SystemExit("bench_keypress: --presses must be at least 1")
+    stems = chapters(args.chapters.split(",") if args.chapters else None)
+    html = Path(args.html).resolve()
+    base = Path(args.baseline).resolve() if args.baseline else None
+    if not args.no_page and not (html / "index.html").is_file():
+        raise SystemExit(f"bench_keypress: {html}/index.html not found: build the book (make book) or pass "
+                         "--no-page")
+    if base and not (base / "index.html").is_file():
+        raise SystemExit(f"bench_keypress: the baseline {base}/index.html not found: pass a built _build/html")
+    if not CHROMIUM.exists():
+        raise SystemExit(f"bench_keypress: {CHROMIUM} not found (apt-get install chromium, or set CHROMIUM)")
+
+    from playwright.sync_api import sync_playwright
+
+    lab, page, weights = {}, {}, {}
+    args.load = [os.getloadavg()[0]]
+    with sync_playwright() as pw, tempfile.TemporaryDirectory(prefix="bench-keypress-") as home:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
+        if not args.no_lab:
+            with LabServer(Path(home), ROOT / "notebooks") as server:
+                for stem in stems:
+                    t0 = time.monotonic()
+                    lab[stem] = lab_chapter(browser, server, stem, args.presses, args.wait)
+                    print(f"JupyterLab {stem}: {lab[stem].cell(LAB_LIMIT_MS)} ({lab[stem].what}; "
+                          f"{time.monotonic() - t0:.0f} s)", flush=True)
+        if not args.no_page:
+            with bench_pages.serve(html) as url, (bench_pages.serve(base) if base else bench_pages._none()) as b_url:
+                for stem in stems:
+                    path = f"lessons/{stem}.html"
+                    if not (html / path).is_file():
+                        page[stem] = Result(problem=f"{path} is not built")
+                        continue
+                    page[stem] = page_chapter(browser, url + path, args.presses, args.wait)
+                    print(f"page {stem}: {page[stem].cell(PAGE_LIMIT_MS)} ({page[stem].what})", flush=True)
+                for path in [FRONT_PAGE] + [f"lessons/{s}.html" for s in stems]:
+                    if (html / path).is_file():
+                        this = bench_pages.Visit(browser, html, url, path, 1280)
+                        then = (bench_pages.Visit(browser, base, b_url, path, 1280)
+                                if base and (base / path).is_file() else None)
+                        weights[path] = (this, then)
+        browser.close()
+    args.load.append(os.getloadavg()[0])
+    return report(stems, lab, page, weights, args)
+
+
+def report(stems, lab: dict, page: dict, weights: dict, args) -> int:
+    """Print the side-by-side table; return the exit status (1 when a limit is missed or a part failed)."""
+    ok, problems = True, []
+    print(f"\nkeypress -> painted picture, ms over {args.presses} presses: median, p90 (nearest rank)")
+    if getattr(args, "load", None):  # times move with the machine's load: say what it was
+        print(f"load average {args.load[0]:.1f} at the start, {args.load[-1]:.1f} at the end, on "
+              f"{os.cpu_count()} CPUs")
+    print(f"{'chapter':<26} {'JupyterLab (limit 50)':<26} {'page (limit 16.7)':<26}")
+    for stem in stems:
+        row = f"{stem:<26}"
+        for place, results, limit, skipped in (("JupyterLab", lab, LAB_LIMIT_MS, args.no_lab),
+                                               ("page", page, PAGE_LIMIT_MS, args.no_page)):
+            if skipped:
+                row += f" {'(not run)':<26}"
+                continue
+            r = results[stem]
+            ok &= r.met(limit)
+            row += f" {('not measured' if r.problem else r.cell(limit)):<26}"
+            if r.problem:
+                problems.append(f"{stem}, {place}: {r.problem}")
+        print(row)
+    for problem in problems:
+        print(f"  not measured: {problem}")
+    if weights:
+        print("\nfirst visit, empty cache, gzipped, MB (tools/bench_pages.py)")
+        print(f"{'page':<40} {'this':>6} {'limit':>6}" + (f" {'baseline':>9} {'ratio':>6}" if args.baseline else ""))
+        for path, (this, then) in weights.items():
+            limit = WEIGHT_LIMIT_MB["front" if path == FRONT_PAGE else "chapter"]
+            mb = this.total / 1e6
+            ok &= mb <= limit and not this.third_party
+            row = f"{path:<40} {mb:6.2f} {limit:6.1f}"
+            if then is not None:
+                row += f" {then.total / 1e6:9.2f} {this.total / then.total:6.2f}"
+            print(row + ("" if mb <= limit else "  OVER") + ("  OFF-SITE REQUESTS" if this.third_party else ""))
+    print("\nall limits met" if ok else "\nlimits MISSED (or a part could not be measured: see above)")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
