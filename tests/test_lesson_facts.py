@@ -194,7 +194,7 @@ def test_chapter_6_without_its_look_back_the_head_model_is_no_better_than_the_bi
 def test_chapter_6_counted_n_grams_show_how_much_the_previous_character_offers():
     """A counted bigram matches the trained one; a trigram is far lower, and the head model takes less
     than half of the trigram's gain over the bigram."""
-    rows = output_of("06_trained_head", "def ngram_loss(n, alpha)").splitlines()
+    rows = output_of("06_trained_head", "def ngram_losses(n, alphas)").splitlines()
     assert rows[0] == "counted n-grams, validation loss for alpha = [1, 0.1, 0.01]"
     table = {int(r.split(":")[0].split()[-1]): [float(v) for v in r.split(":")[1].split()] for r in rows[1:]}
     assert sorted(table) == [2, 3, 4] and all(len(v) == 3 for v in table.values())
