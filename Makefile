@@ -92,8 +92,8 @@ bench-keypress: install
 bench-pages: install
 	$(BIN)/python tools/bench_pages.py $(if $(BASELINE),--baseline $(BASELINE))
 
-# chapter 6: train the head model and the bigram from scratch (seeded, CPU) and write their weights and
-# training log into attention_lab/data/ (tools/train.py; 60 to 80 s on the 2-core machine)
+# chapter 6: train the head model, the bigram and the two variants from scratch (seeded, CPU) and write their weights and
+# training log into attention_lab/data/ (tools/train.py; about 3 minutes on the 2-core machine)
 .PHONY: train
 train: install
 	$(BIN)/python tools/train.py

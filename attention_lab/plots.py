@@ -774,3 +774,43 @@ def distance_bars(profiles: dict, max_distance: int = 8, level: tuple[str, float
     ax.grid(alpha=0.3, axis="y")
     ax.legend(fontsize=_pt(TICK_PX), loc="upper right")
     return fig
+
+
+def same_vs_different(pairs: dict) -> Figure:
+    """Draw, for each query character, the mean weight its head gives a key that holds the same
+    character against one that holds another, and return the Figure (chapter 6).
+
+    ``pairs`` maps a label (e.g. ``"1 back"``) to ``(different, same)``: two sequences of mean weights
+    in 0..1, one entry per query character, both measured at the same distance. Each character is a
+    point, one colour per label, on logarithmic axes with the line where the two are equal: a point
+    above it is a character whose own kind of key gets more weight, and a constant ratio is a line
+    parallel to it. A pyplot figure: end the cell with ``plt.show()``.
+    """
+    if not pairs:
+        raise ValueError("pairs must name at least one distance")
+    values = []
+    for label, (different, same) in pairs.items():
+        different, same = [float(v) for v in different], [float(v) for v in same]
+        if len(different) != len(same) or not same:
+            raise ValueError(f"{label}: different and same need one weight per query character each; "
+                             f"got {len(different)} and {len(same)}")
+        if min(different + same) <= 0 or max(different + same) > 1:
+            raise ValueError(f"{label}: weights must lie in (0, 1] to be drawn on logarithmic axes")
+        values.append((label, different, same))
+    fig = new_figure(figsize=(4.4, 3.6), pyplot=True, layout="constrained")
+    ax = fig.add_subplot()
+    low = min(min(d + s) for _, d, s in values) / 1.5
+    ax.plot([low, 1], [low, 1], color="0.45", ls=":", lw=1, label="same = different")
+    for (label, different, same), color in zip(values, MODEL_COLORS):
+        above = sum(s > d for d, s in zip(different, same))
+        ax.scatter(different, same, s=18, color=color, label=f"{label}: {above} of {len(same)} above")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(low, 1)
+    ax.set_ylim(low, 1)
+    ax.set_xlabel("mean weight on a key with another character")
+    ax.set_ylabel("mean weight on a key with the same character")
+    ax.tick_params(labelsize=_pt(TICK_PX))
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=_pt(TICK_PX), loc="lower right")
+    return fig

@@ -1,8 +1,11 @@
-"""Chapter 6: one head trained as a next-character model on tiny Shakespeare, and a bigram baseline.
+"""Chapter 6: one head trained as a next-character model on tiny Shakespeare, and its baselines.
 
 :class:`HeadLM` is lesson one's token and position embeddings, Fig. 6's head
 (:class:`~attention_lab.reference.ReferenceHead`) and a linear layer to the vocabulary;
-:class:`BigramLM` predicts the next character from the current one alone. :func:`train` fits either
+:class:`BigramLM` predicts the next character from the current one alone. Two variants of
+:class:`HeadLM` answer what the head is for: ``attention="identity"`` fixes every query's weight on
+its own position (no look-back), ``residual=True`` adds ``x`` to the head's output, as a
+transformer block does. :func:`train` fits either
 one with AdamW on random windows of the training split, :func:`validation_loss` measures it exactly
 on the whole validation split, and :func:`load_trained` reads the weights that ``make train``
 (``tools/train.py``) shipped in ``attention_lab/data/``. The chapter writes its own copy of the
@@ -35,16 +38,30 @@ BLOCK_SIZE = 32  # the longest context the head sees
 HEAD_FILE = "head_lm.pt"
 UNTRAINED_FILE = "head_lm_untrained.pt"
 BIGRAM_FILE = "bigram_lm.pt"
+IDENTITY_FILE = "identity_lm.pt"
+RESIDUAL_FILE = "residual_lm.pt"
 LOG_FILE = "training_log.json"
 
 
 class HeadLM(nn.Module):
-    """Token and position embeddings, one causal head, and a linear layer to next-character logits."""
+    """Token and position embeddings, one causal head, and a linear layer to next-character logits.
+
+    ``attention="identity"`` replaces the head's weights by the identity matrix, so position t
+    reads only its own value vector ``head.value(x_t)`` (the key and query are never used);
+    ``residual=True`` hands ``lm_head`` ``x + head(x)`` instead of ``head(x)`` (needs
+    ``head_size == C``). Every variant has the same parameters, under the same names.
+    """
 
     def __init__(self, vocab_size: int = 65, C: int = C, head_size: int = HEAD_SIZE,
-                 block_size: int = BLOCK_SIZE):
+                 block_size: int = BLOCK_SIZE, attention: str = "causal", residual: bool = False):
         super().__init__()
+        if attention not in ("causal", "identity"):
+            raise ValueError(f"attention must be 'causal' or 'identity'; got {attention!r}")
+        if residual and head_size != C:
+            raise ValueError(f"a residual connection adds x to the head's output, so head_size must "
+                             f"equal C; got head_size={head_size}, C={C}")
         self.block_size = block_size
+        self.attention, self.residual = attention, residual
         self.token_table = nn.Embedding(vocab_size, C)  # (vocab, C)
         self.position_table = nn.Embedding(block_size, C)  # (block_size, C)
         self.head = ReferenceHead(C, head_size, block_size)
@@ -57,7 +74,12 @@ class HeadLM(nn.Module):
                              f"{self.block_size} characters; pass windows of at most that length")
         positions = torch.arange(T, device=ids.device)  # (T,)
         x = self.token_table(ids) + self.position_table(positions)  # (B, T, C) + (T, C) -> (B, T, C)
-        out = self.head(x)  # (B, T, head_size)
+        if self.attention == "identity":
+            out = self.head.value(x)  # (B, T, head_size): weight 1 on itself, 0 elsewhere
+        else:
+            out = self.head(x)  # (B, T, head_size)
+        if self.residual:
+            out = x + out  # (B, T, C): x goes past the head too
         return self.lm_head(out)  # (B, T, vocab)
 
 
@@ -72,18 +94,25 @@ class BigramLM(nn.Module):
         return self.token_table(ids)  # (B, T, vocab)
 
 
-def build(kind: str, seed: int) -> nn.Module:
-    """A freshly initialised ``"head"`` (:class:`HeadLM`) or ``"bigram"`` (:class:`BigramLM`) model.
+# what build() makes of each kind: the class and its keyword arguments
+KINDS = {"head": (HeadLM, {}), "bigram": (BigramLM, {}),
+         "identity": (HeadLM, {"attention": "identity"}), "residual": (HeadLM, {"residual": True})}
 
-    Its initial weights come from ``torch.manual_seed(seed)``; the global random state is restored
-    afterwards, so building a model never disturbs a notebook's own seeding.
+
+def build(kind: str, seed: int) -> nn.Module:
+    """A freshly initialised model: ``"head"`` (:class:`HeadLM`), ``"bigram"`` (:class:`BigramLM`),
+    ``"identity"`` or ``"residual"`` (the two variants of :class:`HeadLM`).
+
+    Its initial weights come from ``torch.manual_seed(seed)``, so the three :class:`HeadLM` kinds
+    start from the same numbers; the global random state is restored afterwards, so building a
+    model never disturbs a notebook's own seeding.
     """
-    models = {"head": HeadLM, "bigram": BigramLM}
-    if kind not in models:
-        raise ValueError(f"kind must be 'head' or 'bigram'; got {kind!r}")
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {', '.join(map(repr, KINDS))}; got {kind!r}")
+    cls, options = KINDS[kind]
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        return models[kind](len(text.vocab()))
+        return cls(len(text.vocab()), **options)
 
 
 @torch.no_grad()
@@ -190,12 +219,14 @@ def one_thread():
 
 
 class Trained(NamedTuple):
-    """What :func:`load_trained` returns: three models in eval mode and the training log."""
+    """What :func:`load_trained` returns: five models in eval mode and the training log."""
 
     trained: HeadLM  # the head model after training
     untrained: HeadLM  # the same model before its first step
     bigram: BigramLM  # the baseline after training
     log: dict
+    identity: HeadLM  # the head model with identity attention, trained the same way
+    residual: HeadLM  # the head model with a residual connection, trained the same way
 
 
 def _read(directory: Path | None, name: str):
@@ -205,25 +236,30 @@ def _read(directory: Path | None, name: str):
     if not path.is_file():
         raise FileNotFoundError(
             f"the trained model file {name} is missing from {where}: run `make train` in the "
-            f"repository's root (1 to 2 minutes on 2 cores) to write it, or reinstall the package"
+            f"repository's root (3 to 4 minutes on 2 cores) to write it, or reinstall the package"
         )
     return path.open("rb")
 
 
 def load_trained(directory: str | Path | None = None) -> Trained:
-    """Chapter 6: the shipped trained head model, its untrained start, the bigram and the log.
+    """Chapter 6: the shipped trained head model, its untrained start, the bigram, the log, and the
+    identity-attention and residual variants.
 
-    Reads ``head_lm.pt``, ``head_lm_untrained.pt``, ``bigram_lm.pt`` and ``training_log.json``
-    from ``attention_lab/data/`` (or from ``directory``), as ``tools/train.py`` wrote them. Raises
-    FileNotFoundError naming the missing file and ``make train`` if one is not there.
+    Reads ``head_lm.pt``, ``head_lm_untrained.pt``, ``bigram_lm.pt``, ``identity_lm.pt``,
+    ``residual_lm.pt`` and ``training_log.json`` from ``attention_lab/data/`` (or from
+    ``directory``), as ``tools/train.py`` wrote them. Raises FileNotFoundError naming the missing
+    file and ``make train`` if one is not there.
     """
     with _read(directory, LOG_FILE) as f:
         log = json.load(f)
     sizes = log["sizes"]
     models = {}
     for name, model in [(HEAD_FILE, HeadLM(**sizes)), (UNTRAINED_FILE, HeadLM(**sizes)),
-                        (BIGRAM_FILE, BigramLM(sizes["vocab_size"]))]:
+                        (BIGRAM_FILE, BigramLM(sizes["vocab_size"])),
+                        (IDENTITY_FILE, HeadLM(**sizes, attention="identity")),
+                        (RESIDUAL_FILE, HeadLM(**sizes, residual=True))]:
         with _read(directory, name) as f:
             model.load_state_dict(torch.load(f, map_location="cpu", weights_only=True))
         models[name] = model.eval()
-    return Trained(models[HEAD_FILE], models[UNTRAINED_FILE], models[BIGRAM_FILE], log)
+    return Trained(models[HEAD_FILE], models[UNTRAINED_FILE], models[BIGRAM_FILE], log,
+                   models[IDENTITY_FILE], models[RESIDUAL_FILE])

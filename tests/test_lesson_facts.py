@@ -175,3 +175,95 @@ def test_unscaled_rows_are_sharp_at_16_and_nearly_frozen_only_at_256():
     assert 0.7 < top16 < 0.8 and grad16 > 0.125, f"d_k = 16: top weight {top16}, p(1-p) {grad16}"
     assert top256 > 0.9 and grad256 < 0.05, f"d_k = 256: top weight {top256}, p(1-p) {grad256}"
     assert min(scaled_grad16, scaled_grad256) > 0.2
+
+
+# chapter 6, what the gain is made of and what the head learned (issue 21): each test reads the output that
+# the prose beside it cites, so that a retrained model or an edited cell cannot leave the prose behind
+
+def _losses(out):
+    return {line.split()[0]: float(line.split()[1]) for line in out.splitlines() if line.strip()}
+
+
+def test_chapter_6_without_its_look_back_the_head_model_is_no_better_than_the_bigram():
+    loss = _losses(output_of("06_trained_head", "identity = IdentityLM("))
+    assert sorted(loss) == ["BigramLM", "HeadLM", "IdentityLM"]
+    assert loss["IdentityLM"] >= loss["BigramLM"] - 0.01, loss  # no look back, no gain
+    assert loss["HeadLM"] < loss["IdentityLM"] - 0.1, loss
+
+
+def test_chapter_6_counted_n_grams_show_how_much_the_previous_character_offers():
+    """A counted bigram matches the trained one; a trigram is far lower, and the head model takes less
+    than half of the trigram's gain over the bigram."""
+    rows = output_of("06_trained_head", "def ngram_losses(n, alphas)").splitlines()
+    assert rows[0] == "counted n-grams, validation loss for alpha = [1, 0.1, 0.01]"
+    table = {int(r.split(":")[0].split()[-1]): [float(v) for v in r.split(":")[1].split()] for r in rows[1:]}
+    assert sorted(table) == [2, 3, 4] and all(len(v) == 3 for v in table.values())
+    head = _losses(output_of("06_trained_head", "identity = IdentityLM("))
+    assert all(abs(v - head["BigramLM"]) < 0.01 for v in table[2]), table[2]
+    offered = head["BigramLM"] - min(table[3])
+    assert 0.35 < offered < 0.5, offered
+    assert head["BigramLM"] - head["HeadLM"] < offered / 2
+    assert min(table[4]) < min(table[3]) < min(table[2])
+
+
+def test_chapter_6_samples_a_few_lines_from_each_model():
+    out = output_of("06_trained_head", "def generate(model, n_chars")
+    parts = out.split("--- ")[1:]
+    assert [p.splitlines()[0] for p in parts] == ["BigramLM, 240 characters:", "HeadLM, 240 characters:"]
+    bodies = ["\n".join(p.splitlines()[1:]) for p in parts]
+    assert bodies[0] != bodies[1]
+    for body in bodies:
+        assert len(body.replace("\n", "")) >= 200 and len(body.splitlines()) >= 3, body
+        assert max(len(line) for line in body.splitlines()) <= 72
+
+
+def test_chapter_6_the_head_prefers_a_key_with_the_querys_own_character_at_equal_distance():
+    rows = [r for r in output_of("06_trained_head", "same_vs_other = {}").splitlines()
+            if r.strip() and not r.startswith("<Figure")]
+    assert rows[0].split() == ["back", "characters", "same", "wins", "median", "ratio"]
+    table = {int(r.split()[0]): (int(r.split()[1]), int(r.split()[2]), float(r.split()[3])) for r in rows[1:]}
+    assert sorted(table) == [1, 2, 3]
+    chars, wins, ratio = table[1]
+    assert chars >= 10 and wins == chars, table[1]  # every character at one back
+    assert all(w >= 0.85 * c for c, w, _ in table.values()), table
+    assert 2 < table[1][2] < table[2][2] < table[3][2], table  # the ratio grows with distance
+
+
+def test_chapter_6_positions_alone_look_one_back_and_tokens_alone_look_for_the_same_character():
+    out = output_of("06_trained_head", "positions_only = HeadLM(")
+    rows = {}
+    for line in out.splitlines():
+        for name in ("trained", "positions alone", "tokens alone"):
+            if line.startswith(name + " "):
+                rows[name] = [float(v) for v in line[len(name):].split()]
+    assert set(rows) == {"trained", "positions alone", "tokens alone"}
+    pos, tok, full = rows["positions alone"], rows["tokens alone"], rows["trained"]
+    assert pos[1] > pos[0] > max(pos[2:]), pos  # one back first
+    assert tok[0] > 3 * max(tok[1:]), tok  # the query's own character, no distance preferred
+    assert full[0] > pos[0] and full[0] > tok[0] and full[0] > 0.6, full  # where the two agree
+    own_line = out.split("the query's own character")[1].splitlines()[0]  # " 0.124, another 0.023"
+    own, other = (float(v.split()[-1]) for v in own_line.split(","))
+    assert own > 3 * other and abs(own - tok[0]) < 0.03, (own, other, tok[0])
+
+
+def test_chapter_6_key_kinds_against_a_baseline_matched_on_distance_and_query_kind():
+    out = output_of("06_trained_head", "expected = torch.zeros(len(names))")
+    near = float(out.split("one or two back:")[1].split()[0])
+    assert near > 0.7
+    rows = {line.split()[0]: [float(v) for v in line.split()[1:]] for line in out.splitlines()[2:]}
+    assert sorted(rows) == ["consonant", "newline", "other", "space", "vowel"]
+    for column in range(3):
+        assert abs(sum(r[column] for r in rows.values()) - 1) < 0.005, column  # each column is a split of 1
+    got, expected = {k: r[0] for k, r in rows.items()}, {k: r[1] for k, r in rows.items()}
+    assert got["vowel"] > expected["vowel"] + 0.03  # the lean towards vowels holds
+    assert got["space"] < expected["space"] - 0.02  # spaces under their due
+    assert got["vowel"] < got["consonant"]  # though in absolute terms vowels get less
+    assert expected["consonant"] < rows["consonant"][2]  # consonants are rarer where the head looks
+
+
+def test_chapter_6_a_residual_connection_lowers_the_loss_and_turns_the_head_to_the_previous_character():
+    out = output_of("06_trained_head", "residual = ResidualLM(")
+    loss = {line.split()[0]: float(line.split()[1]) for line in out.splitlines()[:3]}
+    assert loss["ResidualLM"] < loss["HeadLM"] - 0.05 and loss["ResidualLM"] > loss["trigram"], loss
+    profile = [float(v) for v in out.split("d back:")[1].split()]
+    assert profile[1] > 0.45 and profile[1] > profile[0], profile

@@ -302,6 +302,22 @@ def test_distance_bars_draw_one_bar_per_distance_and_head(close_figures):
         plots.distance_bars({})
 
 
+def test_same_vs_different_draws_a_point_per_character_and_counts_those_above_the_line(close_figures):
+    fig = plots.same_vs_different({"1 back": ([0.1, 0.2, 0.3], [0.4, 0.1, 0.6]), "2 back": ([0.05], [0.2])})
+    (ax,) = fig.axes
+    points = [[tuple(xy) for xy in c.get_offsets()] for c in ax.collections]
+    assert points == [[(0.1, 0.4), (0.2, 0.1), (0.3, 0.6)], [(0.05, 0.2)]]
+    assert ax.get_xscale() == ax.get_yscale() == "log"
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == [
+        "same = different", "1 back: 2 of 3 above", "2 back: 1 of 1 above"]
+    with pytest.raises(ValueError, match="1 back: different and same need one weight per query character"):
+        plots.same_vs_different({"1 back": ([0.1, 0.2], [0.3])})
+    with pytest.raises(ValueError, match=r"must lie in \(0, 1\]"):
+        plots.same_vs_different({"1 back": ([0.0], [0.3])})
+    with pytest.raises(ValueError, match="at least one distance"):
+        plots.same_vs_different({})
+
+
 # chapter 3's saturation curves, drawn from softmax values whose last bit depends on the CPU's vector unit
 SATURATION_PICTURE = """
 import hashlib, io, matplotlib

@@ -15,7 +15,8 @@ import train as train_tool
 from attention_lab import text, training
 
 DATA = resources.files("attention_lab").joinpath("data")
-SHIPPED = [training.HEAD_FILE, training.UNTRAINED_FILE, training.BIGRAM_FILE, training.LOG_FILE]
+SHIPPED = [training.HEAD_FILE, training.UNTRAINED_FILE, training.BIGRAM_FILE, training.IDENTITY_FILE,
+           training.RESIDUAL_FILE, training.LOG_FILE]
 
 
 @pytest.fixture(scope="module")
@@ -86,8 +87,50 @@ def test_build_repeats_from_its_seed_and_leaves_the_global_random_state_alone():
     for name, tensor in a.state_dict().items():
         assert torch.equal(tensor, b.state_dict()[name])
     assert not torch.equal(a.head.key.weight, c.head.key.weight)
-    with pytest.raises(ValueError, match="kind must be 'head' or 'bigram'; got 'trigram'"):
+    with pytest.raises(ValueError, match="kind must be one of 'head', 'bigram', 'identity', 'residual'; "
+                                         "got 'trigram'"):
         training.build("trigram", 0)
+
+
+def test_the_head_models_three_kinds_start_from_the_same_numbers():
+    head, identity, residual = (training.build(kind, 5) for kind in ("head", "identity", "residual"))
+    for name, tensor in head.state_dict().items():
+        assert torch.equal(tensor, identity.state_dict()[name]) and torch.equal(tensor, residual.state_dict()[name])
+    assert (identity.attention, residual.residual) == ("identity", True)
+
+
+def test_identity_attention_reads_each_position_alone():
+    """With identity attention the output at t depends on character t and position t only: changing every
+    other character leaves it, and it is lm_head(value(x_t))."""
+    model = training.build("identity", 3)
+    ids = torch.tensor([text.encode("First Citizen:\nBefore we procee")])  # (1, 31)
+    changed = torch.full_like(ids, text.encode("z")[0])
+    changed[0, 10] = ids[0, 10]
+    with torch.no_grad():
+        a, b = model(ids), model(changed)
+        x = model.token_table(ids) + model.position_table(torch.arange(31))
+        by_hand = model.lm_head(model.head.value(x))
+    assert torch.equal(a[0, 10], b[0, 10]) and not torch.allclose(a[0, 11], b[0, 11])
+    assert torch.allclose(a, by_hand, atol=1e-6)
+
+
+def test_the_residual_model_adds_x_to_the_heads_output():
+    model = training.build("residual", 4)
+    ids = torch.tensor([text.encode("Before we proceed")])
+    with torch.no_grad():
+        x = model.token_table(ids) + model.position_table(torch.arange(ids.shape[1]))
+        by_hand = model.lm_head(x + model.head(x))
+        without = model.lm_head(model.head(x))
+        assert torch.allclose(model(ids), by_hand, atol=1e-6) and not torch.allclose(model(ids), without)
+
+
+@pytest.mark.parametrize("kwargs, words", [
+    ({"attention": "uniform"}, "attention must be 'causal' or 'identity'; got 'uniform'"),
+    ({"residual": True, "head_size": 16}, "head_size must equal C; got head_size=16, C=64"),
+])
+def test_bad_variants_are_explained(kwargs, words):
+    with pytest.raises(ValueError, match=words):
+        training.HeadLM(**kwargs)
 
 
 # the exact validation loss
@@ -191,6 +234,8 @@ def test_the_training_tool_writes_files_that_load_trained_reads(tmp_path, one_th
     assert log["steps"] == 30 and log["batch_size"] == 8 and log["head"]["step"] == [10, 20, 30]
     assert f"head {log['head']['val_loss']:.3f}, bigram {log['bigram']['val_loss']:.3f}" in printed
     assert f"{training.validation_loss(loaded.trained):.3f}" == f"{log['head']['val_loss']:.3f}"
+    assert f"identity {log['identity']['val_loss']:.3f}, residual {log['residual']['val_loss']:.3f}" in printed
+    assert f"{training.validation_loss(loaded.residual):.3f}" == f"{log['residual']['val_loss']:.3f}"
     assert json.loads(train_tool.dumps(log)) == log
 
 
@@ -213,12 +258,25 @@ def test_shipped_head_model_gives_its_logged_validation_loss_and_beats_the_bigra
     assert head < bigram
 
 
+def test_shipped_variants_give_their_logged_losses_the_identity_one_no_better_than_the_bigram(shipped):
+    """Chapter 6's ablation: identity attention (no look-back) loses the head model's gain, the residual
+    connection adds to it; and the identity model's key and query, never used, are still the untrained ones."""
+    loss = {kind: training.validation_loss(getattr(shipped, kind)) for kind in ("identity", "residual")}
+    for kind in loss:
+        assert f"{loss[kind]:.3f}" == f"{shipped.log[kind]['val_loss']:.3f}", kind
+        assert shipped.log[kind]["lr"] == shipped.log["head"]["lr"]
+    assert loss["identity"] > shipped.log["bigram"]["val_loss"] - 0.01
+    assert loss["residual"] < shipped.log["head"]["val_loss"] - 0.05
+    for name in ("head.key.weight", "head.query.weight"):
+        assert torch.equal(shipped.identity.state_dict()[name], shipped.untrained.state_dict()[name])
+
+
 def test_shipped_log_states_how_the_models_were_trained(shipped):
     log = shipped.log
     assert log["sizes"] == {"vocab_size": 65, "C": 64, "head_size": 64, "block_size": 32}
     for key in ["seed", "batch_size", "steps", "wall_time_s", "torch", "threads"]:
         assert key in log
-    for kind in ["head", "bigram"]:
+    for kind in ["head", "bigram", "identity", "residual"]:
         entry = log[kind]
         assert entry["lr"] > 0
         assert entry["step"][-1] == log["steps"]
@@ -234,7 +292,9 @@ def test_shipped_untrained_weights_are_rebuilt_by_the_logged_seed(shipped):
 
 
 def test_shipped_models_come_in_eval_mode(shipped):
-    assert not shipped.trained.training and not shipped.untrained.training and not shipped.bigram.training
+    assert not any(model.training for model in (shipped.trained, shipped.untrained, shipped.bigram,
+                                                shipped.identity, shipped.residual))
+    assert (shipped.identity.attention, shipped.residual.residual) == ("identity", True)
 
 
 def test_a_notebook_class_with_the_same_names_loads_the_shipped_weights(shipped):

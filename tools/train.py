@@ -1,13 +1,17 @@
-"""Train chapter 6's two models from scratch and ship their weights and log (`make train`).
+"""Train chapter 6's models from scratch and ship their weights and log (`make train`).
 
-Both models, the head model (:class:`attention_lab.training.HeadLM`) and the bigram baseline, are
-built from the same seed and trained on the same random windows of the training split, on the CPU,
-with the batch size, steps and seed below and a learning rate of their own. Then each one's exact
-validation loss is measured and four files are written into ``attention_lab/data/`` (or ``--out``):
+Four models: the head model (:class:`attention_lab.training.HeadLM`), the bigram baseline, and two
+variants of the head model, one whose attention is fixed to the identity (no look-back) and one
+with a residual connection around the head. Each is built from the same seed and trained on the
+same random windows of the training split, on the CPU, with the batch size, steps and seed below;
+the bigram has a learning rate of its own, the three others share the head model's. Then each
+one's exact validation loss is measured and six files are written into ``attention_lab/data/``
+(or ``--out``):
 
-- ``head_lm.pt``, ``head_lm_untrained.pt`` (its weights before the first step) and ``bigram_lm.pt``:
-  state dicts, loaded by :func:`attention_lab.training.load_trained`;
-- ``training_log.json``: hyperparameters, sizes, both loss curves, both final validation losses,
+- ``head_lm.pt``, ``head_lm_untrained.pt`` (its weights before the first step), ``bigram_lm.pt``,
+  ``identity_lm.pt`` and ``residual_lm.pt``: state dicts, loaded by
+  :func:`attention_lab.training.load_trained`;
+- ``training_log.json``: hyperparameters, sizes, the loss curves, the final validation losses,
   the wall time, the thread count and the torch version.
 
 Run twice on the same kind of machine, it writes the same weights, byte for byte (only the wall
@@ -36,7 +40,10 @@ DATA = ROOT / "attention_lab" / "data"
 SEED = 1337
 BATCH_SIZE = 128
 STEPS = 3000
-LR = {"head": 2e-3, "bigram": 1e-2}  # the best of the learning rates tried for each model
+# the best of the learning rates tried for the head model and the bigram; the two variants of the
+# head model take the head model's, so that they differ from it in one thing only
+LR = {"head": 2e-3, "bigram": 1e-2}
+KINDS = ("head", "bigram", "identity", "residual")
 LOG_EVERY = 100
 # one thread: the weights came out bit-identical with 1 and 2 threads, and on a 2-core machine that
 # is busy with anything else, two threads wait on each other (133 s with 1 thread, 403 s with 2)
@@ -80,7 +87,7 @@ def fit(kind: str, args, train_ids, val_ids, quiet: bool):
     untrained = {name: t.clone() for name, t in model.state_dict().items()}
     before = training.validation_loss(model, val_ids)
     start = time.perf_counter()
-    lr = args.head_lr if kind == "head" else args.bigram_lr
+    lr = args.bigram_lr if kind == "bigram" else args.head_lr
     curve = training.train(model, args.steps, args.batch_size, lr, args.seed, data=train_ids,
                            log_every=args.log_every, val=val_ids,
                            progress=None if quiet else progress_bar(kind))
@@ -116,7 +123,7 @@ def main(argv=None) -> int:
     train_ids, val_ids = text.split()
     packed = resources.files("attention_lab").joinpath(text.FILE).read_bytes()
     start = time.perf_counter()
-    results = {kind: fit(kind, args, train_ids, val_ids, args.quiet) for kind in ("head", "bigram")}
+    results = {kind: fit(kind, args, train_ids, val_ids, args.quiet) for kind in KINDS}
     wall = time.perf_counter() - start
 
     head, bigram = results["head"][2], results["bigram"][2]
@@ -139,6 +146,8 @@ def main(argv=None) -> int:
                           "(attention_lab.training.validation_loss)",
         "head": head,
         "bigram": bigram,
+        "identity": results["identity"][2],
+        "residual": results["residual"][2],
         "wall_time_s": round(wall, 1),
         "threads": args.threads,
         "torch": torch.__version__,
@@ -147,11 +156,15 @@ def main(argv=None) -> int:
     torch.save(results["head"][1].state_dict(), args.out / training.HEAD_FILE)
     torch.save(results["head"][0], args.out / training.UNTRAINED_FILE)
     torch.save(results["bigram"][1].state_dict(), args.out / training.BIGRAM_FILE)
+    torch.save(results["identity"][1].state_dict(), args.out / training.IDENTITY_FILE)
+    torch.save(results["residual"][1].state_dict(), args.out / training.RESIDUAL_FILE)
     (args.out / training.LOG_FILE).write_text(dumps(log), encoding="utf-8")
 
     size = sum((args.out / name).stat().st_size for name in
-               (training.HEAD_FILE, training.UNTRAINED_FILE, training.BIGRAM_FILE, training.LOG_FILE))
-    print(f"validation loss (nats): head {head['val_loss']:.3f}, bigram {bigram['val_loss']:.3f} "
+               (training.HEAD_FILE, training.UNTRAINED_FILE, training.BIGRAM_FILE, training.IDENTITY_FILE,
+                training.RESIDUAL_FILE, training.LOG_FILE))
+    print(f"validation loss (nats): head {head['val_loss']:.3f}, bigram {bigram['val_loss']:.3f}, "
+          f"identity {log['identity']['val_loss']:.3f}, residual {log['residual']['val_loss']:.3f} "
           f"(untrained head {head['val_loss_untrained']:.3f})")
     threads = f"{args.threads} thread{'s' if args.threads != 1 else ''}"
     print(f"trained in {wall:.0f} s on {threads}; wrote {size / 1e6:.2f} MB into {args.out}")
