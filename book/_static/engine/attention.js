@@ -199,22 +199,46 @@
     return matrix(n, C, g.randn(n * C));
   }
 
+  /** A copy of the generator, at the same place in its stream. */
+  Generator.prototype.clone = function () {
+    var g = Object.create(Generator.prototype);
+    g.state = new Uint32Array(this.state);
+    g.left = this.left;
+    g.next = this.next;
+    g.nextNormal = this.nextNormal;
+    return g;
+  };
+
   /**
    * Chapter 5's modules under torch.manual_seed(seed), in the explorer's order: the token
    * table nn.Embedding(vocabSize, C), the position table nn.Embedding(blockSize, C), then
    * Head(C, headSize, blockSize), whose key, query and value are made in that order.
    */
   function buildHead(seed, headSize, blockSize, C, vocabSize) {
+    return headFrom(buildTables(seed, blockSize, C, vocabSize), headSize);
+  }
+
+  /**
+   * The two tables alone, and the generator where they leave it: every head size starts from
+   * there (headFrom), so a page that changes d_k draws only the head's weights again.
+   */
+  function buildTables(seed, blockSize, C, vocabSize) {
     C = C === undefined ? 384 : C;
     vocabSize = vocabSize === undefined ? 65 : vocabSize;
     var g = new Generator(seed);
     var tokenTable = embeddingWeight(g, vocabSize, C);  // (vocab, C)
     var positionTable = embeddingWeight(g, blockSize, C);  // (block_size, C)
+    return { after: g, tokenTable: tokenTable, positionTable: positionTable, C: C, blockSize: blockSize };
+  }
+
+  /** Head(C, headSize, blockSize) drawn after the tables of buildTables: key, query, value. */
+  function headFrom(tables, headSize) {
+    var g = tables.after.clone(), C = tables.C;
     var key = linearWeight(g, C, headSize);  // (head_size, C)
     var query = linearWeight(g, C, headSize);
     var value = linearWeight(g, C, headSize);
-    return { tokenTable: tokenTable, positionTable: positionTable, key: key, query: query,
-      value: value, C: C, headSize: headSize, blockSize: blockSize };
+    return { tokenTable: tables.tokenTable, positionTable: tables.positionTable, key: key, query: query,
+      value: value, C: C, headSize: headSize, blockSize: tables.blockSize };
   }
 
   // ---- the attention maths -----------------------------------------------------------------
@@ -388,7 +412,7 @@
 
   var api = {
     Generator: Generator, linearWeight: linearWeight, embeddingWeight: embeddingWeight,
-    buildHead: buildHead, matrix: matrix, at: at, embed: embed, linear: linear,
+    buildHead: buildHead, buildTables: buildTables, headFrom: headFrom, matrix: matrix, at: at, embed: embed, linear: linear,
     attention: attention, head: head, trace: trace, encode: encode, colour: colour
   };
   root.AttentionEngine = api;
