@@ -725,7 +725,7 @@ class HeadExplorer(Explorer):
             raise ValueError(f"Head must be a class built as Head(C, head_size, block_size); got {Head!r}")
         self.Head, self.learner = Head or ReferenceHead, Head is not None
         self.max_head_size = max_head_size = whole("max_head_size", max_head_size, 1, 1024)
-        seed, self._modules = whole("seed", seed, 0, 2**63 - 1), {}
+        seed, self._modules, self._start = whole("seed", seed, 0, 2**63 - 1), {}, None
         if start is not None:
             head_size, block_size = _start_sizes(start)
             self._modules[(head_size, seed)] = tuple(start)
@@ -742,7 +742,7 @@ class HeadExplorer(Explorer):
             "text": TextBox(value=text, description="text", placeholder="type characters of Shakespeare"),
         }
         controls["text"].observe(self._text_changed, names="value")
-        self._start = (head_size, seed) if start is not None else None
+        self._start = (head_size, seed) if start is not None else None  # kept in _modules for good
         super().__init__(controls, static)
 
     def page(self):
@@ -783,9 +783,11 @@ class HeadExplorer(Explorer):
         if T > len(ids):
             raise BadInput(f"T={T} but the text has only {plural(len(ids), 'character')}: type more text or lower T.")
         try:
-            if (d, seed) not in self._modules:
-                self._modules = {**dict(list(self._modules.items())[-7:]), (d, seed): _build_modules(
-                    self.Head, d, self.block_size, seed)}  # the last eight (d_k, seed), for going back
+            if (d, seed) not in self._modules:  # the chapter's own modules (start) stay, whatever comes after
+                kept = {k: m for k, m in self._modules.items() if k != self._start}
+                self._modules = {**({self._start: self._modules[self._start]} if self._start else {}),
+                                 **dict(list(kept.items())[-7:]), (d, seed): _build_modules(
+                                     self.Head, d, self.block_size, seed)}  # the last eight (d_k, seed)
             tok, pos, head = self._modules[(d, seed)]
             with torch.no_grad():
                 x = tok(torch.tensor([ids[:T]])) + pos(torch.arange(T))  # (1, T, C) + (T, C) -> (1, T, C)

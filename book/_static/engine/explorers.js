@@ -596,9 +596,9 @@
             : shown.result.mask ? "Mask: key " + j + " is not after query " + i + ", so the score stays." : "No mask.");
           lines.push("e^(score − row max " + num(t.rowMax) + ") = " + num(t.exp) + "; the row's sum of those = " +
             num(t.rowSum) + ".");
-          lines.push("w_" + i + j + " = " + num(t.exp) + " / " + num(t.rowSum) + " = " + num(t.weight) + ".");
+          lines.push("w_" + i + "," + j + " = " + num(t.exp) + " / " + num(t.rowSum) + " = " + num(t.weight) + ".");
           if (t.share !== null) {
-            lines.push("w_" + i + j + "·v_" + j + " is " + (100 * t.share).toFixed(1) + "% of what out_" + i +
+            lines.push("w_" + i + "," + j + "·v_" + j + " is " + (100 * t.share).toFixed(1) + "% of what out_" + i +
               " mixes in (by the size of each w·v).");
           }
         }
