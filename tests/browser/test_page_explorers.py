@@ -305,3 +305,20 @@ def test_the_engine_files_stay_out_of_statics_top_level():
     top = {p.name for p in (ROOT / "book" / "_static").glob("*.js")}
     assert not top & {"attention.js", "explorers.js"}
     assert (ENGINE / "attention.js").is_file() and (ENGINE / "explorers.js").is_file()
+
+
+def test_first_visits_weigh_under_the_limits(browser):
+    # tools/bench_pages.py's measure: empty cache, every request, gzipped
+    import sys
+
+    sys.path.insert(0, str(ROOT / "tools"))
+    import bench_pages
+
+    html = ROOT / "_build" / "html"
+    if not (html / "index.html").is_file():
+        missing("book not built: run `make book`")
+    limits = {"index.html": 500_000, **{path: 1_500_000 for path in chapter_pages()}}
+    with bench_pages.serve(html) as url:
+        weights = {path: bench_pages.Visit(browser, html, url, path, 1280).total for path in limits}
+    print("\n" + "\n".join(f"{p}: {w / 1e6:.3f} MB" for p, w in weights.items()))
+    assert {p: w for p, w in weights.items() if w > limits[p]} == {}
