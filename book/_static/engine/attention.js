@@ -264,11 +264,11 @@
       throw new RangeError("x is (" + x.rows + ", " + n + ") but W is (" + W.rows + ", " + W.cols +
         "): W must be (out, in) with in = " + n);
     }
-    var y = new Float32Array(x.rows * out);
+    var y = new Float32Array(x.rows * out), xd = x.data, wd = W.data;  // local names: a tight loop
     for (var t = 0; t < x.rows; t++) {
       for (var o = 0; o < out; o++) {
-        var sum = 0;
-        for (var c = 0; c < n; c++) sum += x.data[t * n + c] * W.data[o * n + c];
+        var sum = 0, xt = t * n, wo = o * n;
+        for (var c = 0; c < n; c++) sum += xd[xt + c] * wd[wo + c];
         y[t * out + o] = sum;
       }
     }
@@ -278,11 +278,11 @@
   /** scores = q @ k.T over the first d_k columns (all by default): (T, T). */
   function dotScores(q, k, headSize) {
     var d = headSize === undefined ? q.cols : headSize, T = q.rows;
-    var s = new Float32Array(T * k.rows);
+    var s = new Float32Array(T * k.rows), qd = q.data, kd = k.data;
     for (var i = 0; i < T; i++) {
       for (var j = 0; j < k.rows; j++) {
-        var sum = 0;
-        for (var m = 0; m < d; m++) sum += at(q, i, m) * at(k, j, m);
+        var sum = 0, qi = i * q.cols, kj = j * k.cols;
+        for (var m = 0; m < d; m++) sum += qd[qi + m] * kd[kj + m];
         s[i * k.rows + j] = sum;
       }
     }
@@ -322,11 +322,11 @@
     }
     var weights = softmax(scores), out = null;
     if (v) {
-      var o = new Float32Array(T * d);
+      var o = new Float32Array(T * d), wd = weights.data, vd = v.data, n = raw.cols;
       for (i = 0; i < T; i++) {
         for (var m = 0; m < d; m++) {
           var sum = 0;
-          for (j = 0; j < raw.cols; j++) sum += at(weights, i, j) * at(v, j, m);
+          for (j = 0; j < n; j++) sum += wd[i * n + j] * vd[j * v.cols + m];
           o[i * d + m] = sum;
         }
       }

@@ -495,11 +495,14 @@
       }
       for (var i = 0; i < T; i++) {
         for (var j = 0; j < T; j++) {
-          var v = E.at(m, i, j), rgb = colourOf(v), td = cells[i][j];
-          td.style.backgroundColor = "rgb(" + rgb[0] + "," + rgb[1] + "," + rgb[2] + ")";
-          // attention_lab.plots.contrast_color
-          td.style.color = 0.2126 * rgb[0] + 0.7152 * rgb[1] + 0.0722 * rgb[2] > 0.45 * 255 ? "black" : "white";
-          td.textContent = cellText(v);
+          var v = E.at(m, i, j), rgb = colourOf(v), td = cells[i][j], text = cellText(v);
+          if (td.colour !== rgb) {  // a table entry: the same array for the same colour
+            td.colour = rgb;
+            td.style.backgroundColor = "rgb(" + rgb[0] + "," + rgb[1] + "," + rgb[2] + ")";
+            // attention_lab.plots.contrast_color
+            td.style.color = 0.2126 * rgb[0] + 0.7152 * rgb[1] + 0.0722 * rgb[2] > 0.45 * 255 ? "black" : "white";
+          }
+          if (td.textContent !== text) td.textContent = text;
         }
       }
       paintBar();
