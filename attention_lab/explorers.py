@@ -812,8 +812,8 @@ class TrainedExplorer(Explorer):
 
     ``trained`` and ``untrained`` are the model after and before training (anything with its
     ``token_table``, ``position_table`` and ``head``; default: the shipped ones,
-    :func:`attention_lab.training.load_trained`). ``lines`` are offered in a menu and pre-rendered
-    for the hosted book (default: the first six lines of the validation text that fit the block
+    :func:`attention_lab.training.load_trained`). ``lines`` are offered in a menu, in a kernel and in
+    the hosted book's page (default: the first six lines of the validation text that fit the block
     size); it starts on the first line, trained. Typed text replaces the line; T is its length.
     """
 

@@ -300,7 +300,7 @@ class Frame:
 
     def webp(self) -> bytes:
         """The frame as lossless WebP bytes: the same colours as :meth:`png`, about a third of the size
-        (the pictures pre-rendered into the static book, which carries many)."""
+        (``Explorer.render(values, fmt="webp")``, for a picture saved to a file)."""
         from PIL import Image
 
         buf = io.BytesIO()

@@ -1,5 +1,5 @@
 """Unit tests of attention_lab.explorers, driven headless: set controls, compare with weights computed
-here independently, check bad-input messages, the static grid, pixel density and the coalescing."""
+here independently, check bad-input messages, the page config for the hosted book, pixel density and the coalescing."""
 
 import asyncio
 import base64
@@ -74,16 +74,6 @@ def expected_head_weights(chars, head_size=16, block_size=32, seed=1337, parts=N
 
 def pixels(picture):
     return np.asarray(PILImage.open(io.BytesIO(picture)).convert("RGB"), dtype=float)
-
-
-IMG = re.compile(r'<img src="data:image/webp;base64,([A-Za-z0-9+/=]+)" alt="([^"]*)" width="(\d+)" height="(\d+)"')
-
-
-def static_picture(widget):
-    """(WebP bytes, alt text, CSS width, CSS height) of a pre-rendered picture: an HTML <img>."""
-    assert isinstance(widget, widgets.HTML)
-    (match,) = IMG.findall(widget.value)
-    return base64.b64decode(match[0]), html.unescape(match[1]), int(match[2]), int(match[3])
 
 
 def all_widgets(w):
