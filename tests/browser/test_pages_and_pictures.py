@@ -291,7 +291,7 @@ def test_explorer_areas_use_the_theme_colours(chapter_views, width, scheme):
     surface = v.page.evaluate(THEME_COLOUR_JS, "--pst-color-surface")
     text = v.page.evaluate(THEME_COLOUR_JS, "--pst-color-text-base")
     areas = v.page.evaluate("""() => Array.from(document.querySelectorAll('.attention-explorer')).map(ex => {
-      const area = ex.closest('.cell_output') || ex, caption = ex.querySelector('.explorer-caption');
+      const area = ex.parentElement, caption = ex.querySelector('.explorer-caption');
       return {background: getComputedStyle(area).backgroundColor,
               caption: caption ? getComputedStyle(caption).color : null};
     })""")

@@ -533,7 +533,8 @@
       var hi = spec.kind === "scores" ? "+" + general(spec.limit) : "1";
       bar.setAttribute("data-lo", lo);
       bar.setAttribute("data-hi", hi);
-      bar.setAttribute("data-label", spec.kind === "scores" ? "score" : "attention weight");
+      bar.textContent = "";
+      bar.append(el("span", { class: "explorer-colourbar-label" }, spec.kind === "scores" ? "score" : "attention weight"));
     }
 
     // -- every weight opens: the trace panel
@@ -646,7 +647,7 @@
       [[raw, "#d95f02", "raw q·k"], [scaled, "#1b9e77", "q·k / √d_k"]].forEach(function (s, n) {
         add("polyline", { points: vr.d.map(function (d, k) { return toXY(d, s[0][k]).join(","); }).join(" "),
           stroke: s[1], fill: "none", "stroke-width": 1.5 });
-        add("text", { x: L + 4, y: Tp + 12 + 11 * n, fill: s[1], class: "legend" }, s[2]);
+        add("text", { x: L + 4, y: Tp + 12 + 11 * n, style: "fill: " + s[1], class: "legend" }, s[2]);
       });
       vr.d.forEach(function (d) {
         var p = toXY(d, 1);
