@@ -428,40 +428,75 @@
     }
 
     // -- the picture: a table of cells, rebuilt when its size or its tokens change, else recoloured
-    var table = null, cells = [], builtFor = "";
+    var table = null, cells = [], builtFor = "", canvas = null, place = null;
     var heat = el("div", { class: "explorer-heat" });
     var bar = el("div", { class: "explorer-colourbar", "aria-hidden": "true" });
     figure.append(heat, bar);
     if (spec.variance) figure.append(variancePanel(spec.variance));
 
+    // the table grows and shrinks by rows and columns (typing adds one of each), never rebuilt whole
+    var headRow = null, tbody = null, canvasFor = 0;
+    function cell(i, j) {
+      return el("td", { role: "gridcell", tabindex: "-1", "data-i": i, "data-j": j });
+    }
     function build(T, tokens) {
-      table = el("table", { class: "explorer-heatmap", role: "grid", "aria-describedby": id + "-caption",
-        "aria-label": "attention picture: rows are queries, columns are keys" });
-      var head = el("tr");
-      head.append(el("th", { scope: "col", class: "explorer-corner" }, "query ↓ key →"));
-      for (var j = 0; j < T; j++) {
-        head.append(el("th", { scope: "col", title: "key " + j }, tokens ? tokenLabel(tokens[j]) : String(j)));
+      if (!table) {
+        table = el("table", { class: "explorer-heatmap", role: "grid", "aria-describedby": id + "-caption",
+          "aria-label": "attention picture: rows are queries, columns are keys" });
+        headRow = el("tr");
+        headRow.append(el("th", { scope: "col", class: "explorer-corner" }, "query ↓ key →"));
+        var thead = el("thead");
+        tbody = el("tbody");
+        thead.append(headRow);
+        table.append(thead, tbody);
+        heat.append(table);
       }
-      var thead = el("thead"), tbody = el("tbody");
-      thead.append(head);
-      cells = [];
-      for (var i = 0; i < T; i++) {
-        var tr = el("tr");
-        tr.append(el("th", { scope: "row", title: "query " + i }, tokens ? tokenLabel(tokens[i]) : String(i)));
-        var line = [];
-        for (j = 0; j < T; j++) {
-          var td = el("td", { role: "gridcell", tabindex: "-1", "data-i": i, "data-j": j });
-          tr.append(td);
-          line.push(td);
-        }
+      var n = cells.length, i, j;
+      cells[active.i] && (cells[active.i][active.j].tabIndex = -1);
+      for (i = 0; i < Math.min(n, T); i++) {  // the rows that stay: columns added or removed
+        var tr = tbody.rows[i];
+        for (j = n; j < T; j++) { cells[i].push(cell(i, j)); tr.append(cells[i][j]); }
+        for (j = n - 1; j >= T; j--) cells[i].pop().remove();
+      }
+      for (i = n; i < T; i++) {  // new rows
+        var row = el("tr"), line = [];
+        row.append(el("th", { scope: "row" }));
+        for (j = 0; j < T; j++) { line.push(cell(i, j)); row.append(line[j]); }
         cells.push(line);
-        tbody.append(tr);
+        tbody.append(row);
       }
-      table.append(thead, tbody);
-      table.classList.toggle("explorer-numbers", T <= ANNOTATE_MAX_T);
-      table.style.setProperty("--n", T);
-      heat.textContent = "";
-      heat.append(table);
+      for (i = n - 1; i >= T; i--) { cells.pop(); tbody.rows[i].remove(); }
+      while (headRow.cells.length - 1 < T) headRow.append(el("th", { scope: "col" }));
+      while (headRow.cells.length - 1 > T) headRow.lastChild.remove();
+      for (j = 0; j < T; j++) {  // the axes: characters, or positions
+        var label = tokens ? tokenLabel(tokens[j]) : String(j);
+        var colHead = headRow.cells[j + 1], rowHead = tbody.rows[j].cells[0];
+        if (colHead.textContent !== label) { colHead.textContent = label; colHead.title = "key " + j; }
+        if (rowHead.textContent !== label) { rowHead.textContent = label; rowHead.title = "query " + j; }
+      }
+      if (T !== n) {
+        table.classList.toggle("explorer-numbers", T <= ANNOTATE_MAX_T);
+        table.style.setProperty("--n", T);
+        cells.forEach(function (line) { line.forEach(function (td) { td.colour = null; td.label = null; }); });
+        if (T <= ANNOTATE_MAX_T) {
+          cells.forEach(function (line) { line.forEach(function (td) { td.removeAttribute("aria-label"); }); });
+        } else {
+          cells.forEach(function (line) { line.forEach(function (td) {
+            td.textContent = "";
+            td.style.backgroundColor = "";
+          }); });
+        }
+      }
+      // above T = 8 the colours are drawn on a canvas under the transparent cells: recolouring a
+      // thousand table cells costs the page a style pass, one canvas costs a few fillRects
+      if (T > ANNOTATE_MAX_T && !canvas) {
+        canvas = el("canvas", { class: "explorer-canvas", "aria-hidden": "true" });
+        heat.prepend(canvas);
+      } else if (T <= ANNOTATE_MAX_T && canvas) {
+        canvas.remove();
+        canvas = null;
+      }
+      if (canvasFor !== T) { place = null; canvasFor = T; }
       active = { i: Math.min(active.i, T - 1), j: Math.min(active.j, T - 1) };
       cells[active.i][active.j].tabIndex = 0;
     }
@@ -493,16 +528,25 @@
         build(T, r.tokens);
         builtFor = key;
       }
+      var numbers = T <= ANNOTATE_MAX_T;
+      if (canvas) drawCanvas(m);
       for (var i = 0; i < T; i++) {
         for (var j = 0; j < T; j++) {
           var v = E.at(m, i, j), rgb = colourOf(v), td = cells[i][j], text = cellText(v);
-          if (td.colour !== rgb) {  // a table entry: the same array for the same colour
+          if (numbers && td.colour !== rgb) {  // a table entry: the same array for the same colour
             td.colour = rgb;
             td.style.backgroundColor = "rgb(" + rgb[0] + "," + rgb[1] + "," + rgb[2] + ")";
             // attention_lab.plots.contrast_color
             td.style.color = 0.2126 * rgb[0] + 0.7152 * rgb[1] + 0.0722 * rgb[2] > 0.45 * 255 ? "black" : "white";
           }
-          if (td.textContent !== text) td.textContent = text;
+          // numbers in the cells up to T = 8 (as the Python pictures); above, each cell's number is its
+          // aria-label only, which a screen reader reads and which costs the table no new layout
+          if (numbers) {
+            if (td.textContent !== text) td.textContent = text;
+          } else if (td.label !== text) {
+            td.label = text;
+            td.setAttribute("aria-label", text);
+          }
         }
       }
       paintBar();
@@ -513,6 +557,37 @@
       root.dataset.paints = String(Number(root.dataset.paints || 0) + 1);
       root.dispatchEvent(new CustomEvent("explorer:painted", { bubbles: true }));
       return true;
+    }
+
+    // the canvas covers the cells: measured once per table (and again when the page's width changes)
+    function drawCanvas(m) {
+      if (!place) {
+        var box = heat.getBoundingClientRect(), first = cells[0][0].getBoundingClientRect();
+        var last = cells[m.rows - 1][m.rows - 1].getBoundingClientRect();
+        place = { left: first.left - box.left + heat.scrollLeft, top: first.top - box.top,
+          width: last.right - first.left, height: last.bottom - first.top };
+        var scale = window.devicePixelRatio || 1;
+        canvas.style.left = place.left + "px";
+        canvas.style.top = place.top + "px";
+        canvas.style.width = place.width + "px";
+        canvas.style.height = place.height + "px";
+        canvas.width = Math.round(place.width * scale);
+        canvas.height = Math.round(place.height * scale);
+      }
+      var g = canvas.getContext("2d"), T = m.rows, w = canvas.width / T, h = canvas.height / T;
+      for (var i = 0; i < T; i++) {
+        for (var j = 0; j < T; j++) {
+          var rgb = colourOf(E.at(m, i, j));
+          g.fillStyle = "rgb(" + rgb[0] + "," + rgb[1] + "," + rgb[2] + ")";
+          // whole device pixels, overlapping by one, so no seam shows between cells
+          g.fillRect(Math.floor(j * w), Math.floor(i * h), Math.ceil(w) + 1, Math.ceil(h) + 1);
+        }
+      }
+    }
+    if (window.ResizeObserver) {
+      new ResizeObserver(function () {
+        if (canvas && shown) { place = null; drawCanvas(shown.matrix); }
+      }).observe(heat);
     }
 
     function syncInputs() {
