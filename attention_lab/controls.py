@@ -3,7 +3,7 @@
 ``slider`` and ``toggle`` (and the ``NumberBox``, ``TextBox`` and ``Menu`` classes) are ipywidgets
 controls that refuse, with a message naming the control, what it takes and what was given, a value set
 from code that they cannot take (:class:`Checked`); a toggle marks its selected button with a check icon.
-``whole``, ``positive``, ``one_sequence`` and ``grid`` check an explorer's arguments the same way. Used by
+``whole``, ``positive`` and ``one_sequence`` check an explorer's arguments the same way. Used by
 every chapter's explorer (:mod:`attention_lab.explorers`).
 """
 
@@ -69,21 +69,6 @@ def one_sequence(name: str, t, shape: str) -> torch.Tensor:
                          f"all): the picture would show nan there. Give {name} finite numbers only "
                          f"(torch.isfinite({name}).all() is True).")
     return t
-
-
-def grid(name: str, values, default, lo: int, hi: int) -> tuple:
-    """The values pre-rendered for one control: ``values``, or ``default`` where it is None."""
-    try:
-        vals = tuple(default if values is None else values)
-    except TypeError:
-        raise ValueError(f"{name} must list the values to draw in advance, e.g. (1, 2, 4); got {values!r}") from None
-    if not vals:
-        raise ValueError(f"{name} must list at least one value; got an empty grid")
-    for v in vals:
-        whole(f"each value of {name}", v, lo, hi)
-    if list(vals) != sorted(set(vals)):
-        raise ValueError(f"{name} must be increasing with no repeats; got {vals}")
-    return vals
 
 
 def option_pairs(ctrl) -> list[tuple]:

@@ -38,13 +38,12 @@ Playwright's) a change is drawn synchronously. ``tools/bench_explorers.py --burs
 against a real kernel.
 
 *Alive with no kernel.* When a chapter is executed for the book (``make outputs`` sets the environment
-variable ``ATTENTION_LAB_STATIC=1``; ``static=True`` asks for it anywhere), on ipywidgets >= 8
-(``ipywidgets.Stack``) an explorer also pre-renders a grid
-of pictures (lossless WebP, the live picture's exact colours) as HTML ``<img>`` with alt text, in
-``Stack`` widgets ``jslink``ed to static controls whose options are exactly the grid; the saved widget
-state then switches pictures in the hosted book, where no Python runs. In a kernel, the first change
-of a static control hands over to the live controls, which cover the full range. On ipywidgets 7
-(Colab) there is only the live panel.
+variable ``ATTENTION_LAB_STATIC=1``; ``static=True`` asks for it anywhere), on ipywidgets >= 8 an
+explorer also records :meth:`Explorer.page_config` (which explorer, the values it starts on, the
+chapter's own tensors as base64 float32) in its output's metadata under ``PAGE_KEY``. The book's
+``book/_ext/page_explorers.py`` swaps that output for a ``<div class="attention-explorer">``, and
+``book/_static/engine/explorers.js`` computes every picture in the page, at any value the live
+controls take, with no Python. The cell's text/plain and widget view stay what they are in a kernel.
 
 *Bad input* (a value out of range, T above the block size, characters outside the vocabulary, a
 learner's ``Head`` that raises, returns the wrong shape or runs too long) is explained in the
@@ -78,7 +77,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 from attention_lab import plots
-from attention_lab.controls import (Checked, Menu, NumberBox, TextBox, a_kind, grid, one_sequence, option_pairs,
+from attention_lab.controls import (Checked, Menu, NumberBox, TextBox, a_kind, one_sequence,
                                     plural, positive, slider, toggle, whole)
 from attention_lab.reference import ReferenceHead
 from attention_lab.text import encode, vocab
@@ -92,8 +91,10 @@ REDRAW_INTERVAL_S = 0.03
 
 
 # set to "1" by `make outputs` (tools/notebooks.py) in the kernel that executes a chapter for the book:
-# only there are the static grids built; a learner's kernel draws live and skips that work
+# only there is the page's config recorded; a learner's kernel draws live and skips that work
 STATIC_ENV = "ATTENTION_LAB_STATIC"
+# the key of an explorer output's metadata that holds its page config (book/_ext/page_explorers.py)
+PAGE_KEY = "attention_lab_page"
 
 
 class BadInput(Exception):
@@ -124,7 +125,8 @@ def redraw_loop() -> asyncio.AbstractEventLoop | None:
 
 
 def has_stack() -> bool:
-    """True where ``ipywidgets.Stack`` exists (ipywidgets >= 8), i.e. where a static grid is built."""
+    """True where ``ipywidgets.Stack`` exists (ipywidgets >= 8, whose widgets are shown through
+    ``_repr_mimebundle_``, which carries the page config)."""
     return hasattr(widgets, "Stack")
 
 
@@ -135,18 +137,10 @@ def entropy_bits(weights: np.ndarray) -> np.ndarray:
     return -(p * np.log2(safe)).sum(axis=-1)
 
 
-def _img_html(picture: bytes, mime: str, alt: str, css_size: tuple[int, int], matrix: np.ndarray) -> str:
-    # a pre-rendered picture: an <img> (the only way to give it a real alt text; ipywidgets.Image has
-    # none) at its CSS size, with the numbers its cells show (T <= 8) in data-matrix, so a test can
-    # compare them with the chapter's; and a visible caption repeating the alt, hidden from screen readers
-    data = base64.b64encode(picture).decode("ascii")
-    w, h = css_size
-    numbers = ""
-    if max(matrix.shape) <= plots.ANNOTATE_MAX_T:
-        rows = ",".join("[" + ",".join(f"{v:.2f}" if np.isfinite(v) else "null" for v in row) + "]" for row in matrix)
-        numbers = f' data-matrix="[{rows}]"'
-    return (f'<img src="data:{mime};base64,{data}" alt="{html.escape(alt, quote=True)}" width="{w}" '
-            f'height="{h}" class="explorer-picture"{numbers}>' + _caption_html(alt, hidden=True))
+def floats(t) -> dict:
+    """A tensor or array as float32 for the page: its shape and its little-endian bytes in base64."""
+    a = np.ascontiguousarray(t.detach().numpy() if isinstance(t, torch.Tensor) else t, dtype="<f4")
+    return {"shape": list(a.shape), "b64": base64.b64encode(a.tobytes()).decode("ascii")}
 
 
 def _caption_html(alt: str, hidden: bool = False) -> str:
@@ -155,17 +149,17 @@ def _caption_html(alt: str, hidden: bool = False) -> str:
 
 
 class Explorer(widgets.VBox):
-    """Live controls, a picture redrawn on every change, and a static grid for the hosted book.
+    """Live controls, a picture redrawn on every change, and a config for the hosted book's page.
 
     A subclass sets ``label`` (one line: what its pictures show), ``kind`` ("weights" or "scores")
-    and ``figsize``; builds its state in ``__init__`` and then calls ``super().__init__(controls, grid,
-    static)``, where ``grid`` lists ``(control name, values)`` to pre-render (one or two controls). It
-    provides ``compute(values) -> dict`` (the key "matrix" is the (T, T) array drawn, "tokens" the
-    characters on the axes; raise :class:`BadInput` for values that cannot be drawn) and
-    ``alt(values, result) -> str`` (what the picture shows: alt text and caption). A picture with more
-    than one part overrides ``build(fig, stamped)`` (draws the figure's parts; returns its heatmaps and
-    the other artists that change) and ``draw(frame, result, values)`` (updates them). Controls that
-    follow one another (a menu that fills a text box) set each other with ``set_quietly``.
+    and ``figsize``; builds its state in ``__init__`` and then calls ``super().__init__(controls,
+    static)``. It provides ``compute(values) -> dict`` (the key "matrix" is the (T, T) array drawn,
+    "tokens" the characters on the axes; raise :class:`BadInput` for values that cannot be drawn),
+    ``alt(values, result) -> str`` (what the picture shows: alt text and caption; the page's
+    explorers.js says the same words) and ``page() -> dict`` (the tensors the page needs). A picture
+    with more than one part overrides ``build(fig, stamped)`` (draws the figure's parts; returns its
+    heatmaps and the other artists that change) and ``draw(frame, result, values)`` (updates them).
+    Controls that follow one another (a menu that fills a text box) set each other with ``set_quietly``.
     """
 
     label = "explorer"
@@ -173,7 +167,7 @@ class Explorer(widgets.VBox):
     limit = None  # the ± colour scale of a "scores" heatmap
     figsize = (3.9, 3.2)
 
-    def __init__(self, controls: dict, grid: list, static: bool | None = None, note: str = ""):
+    def __init__(self, controls: dict, static: bool | None = None):
         super().__init__()
         self.controls = controls
         self.matrix = None
@@ -191,35 +185,25 @@ class Explorer(widgets.VBox):
                                    layout=widgets.Layout(max_width="100%", height="auto"))
         self.caption = widgets.HTML(value=_caption_html(self.label))
         self.message_area = widgets.HTML(value="")
-        live = widgets.VBox([self._row(controls.values()), self.image, self.caption])
-
-        # the static grid, by grid key: the HTML <img> widgets, their WebP bytes, the matrices drawn
-        self.static_controls, self.static_images, self.static_pictures, self.static_matrices = {}, {}, {}, {}
-        self.static_stack, self.static_links, self._top = None, [], None
         if static is not None and not isinstance(static, bool):
-            raise ValueError(f"static must be True (pictures drawn in advance), False or None (decided by the "
-                             f"environment variable {STATIC_ENV}); got {static!r}")
+            raise ValueError(f"static must be True (record the hosted book's page config), False or None "
+                             f"(decided by the environment variable {STATIC_ENV}); got {static!r}")
         if static is None:
             static = has_stack() and os.environ.get(STATIC_ENV) == "1"
         if static and not has_stack():
-            raise ValueError(f"static=True needs ipywidgets >= 8 (ipywidgets.Stack); got {widgets.__version__}")
-        grid_problem = ""
-        if static and grid:
-            try:
-                self._top = widgets.Stack([self._build_static(grid, note), live], selected_index=0)
-            except BadInput as err:  # a learner's Head that fails: the live panel says why
-                grid_problem = str(err)
-                self.static_controls, self.static_images, self.static_pictures, self.static_matrices = {}, {}, {}, {}
-                self.static_stack, self.static_links = None, []
-        self.children = [self._top or live, self.message_area]
+            raise ValueError(f"static=True needs ipywidgets >= 8; got {widgets.__version__}")
+        self.children = [widgets.VBox([self._row(controls.values()), self.image, self.caption]), self.message_area]
         self.add_class("attention-explorer")
         for name, ctrl in controls.items():
             ctrl.observe(self._on_change, names="value")
             if isinstance(ctrl, Checked):
                 ctrl.owner = (name, self._show_message)
-        if self.update_now() and grid_problem:
-            self._show_message(f"{grid_problem} (Met while drawing the pictures for a page without Python: "
-                               "this explorer draws live only.)")
+        self.page_data = None
+        if self.update_now() and static:
+            try:
+                self.page_data = self.page_config()
+            except BadInput as err:  # the page could not rebuild it: the book shows the saved picture
+                self._show_message(f"{err}; the hosted book shows this explorer's first picture only.")
 
     def __repr__(self) -> str:
         # what a notebook stores as the cell's text output: stable from run to run
@@ -302,7 +286,6 @@ class Explorer(widgets.VBox):
     def _on_change(self, change) -> None:
         if self._hold:
             return
-        self._go_live()
         self._pending = True
         loop = redraw_loop()
         if loop is None:
@@ -320,64 +303,24 @@ class Explorer(widgets.VBox):
         if self._pending:
             self.update_now()
 
-    def _go_live(self) -> None:
-        if self._top is not None and self._top.selected_index != 1:
-            self._top.selected_index = 1
+    # ---- the hosted book's page ------------------------------------------------------------------
 
-    # ---- static grid -----------------------------------------------------------------------------
+    def page(self) -> dict:
+        """What the page's engine needs beyond the controls' values: the chapter's own tensors and the
+        controls' ranges (book/_static/engine/explorers.js reads it)."""
+        return {}
 
-    def _static_control(self, name: str, values: tuple):
-        live = self.controls[name]
-        if isinstance(live, (widgets.ToggleButtons, widgets.Dropdown)):
-            # the same kind of control, offering the grid's values; a plain ipywidgets one: with no
-            # kernel, the book's CSS marks the selected button (a Toggle's icons would stay put)
-            options = [(label, value) for label, value in option_pairs(live) if value in values]
-            kind = widgets.ToggleButtons if isinstance(live, widgets.ToggleButtons) else widgets.Dropdown
-            ctrl = kind(options=options, value=live.value, description=live.description,
-                        layout=widgets.Layout(width=live.layout.width), style=live.style)
-        else:
-            ctrl = widgets.SelectionSlider(options=list(values), value=min(values, key=lambda v: abs(v - live.value)),
-                                           description=live.description, style={"description_width": "initial"})
+    def page_config(self) -> dict:
+        """The explorer as the hosted book's page rebuilds it: its name, the values it starts on and
+        :meth:`page`; stored in the cell's output metadata under ``PAGE_KEY``."""
+        name = type(self).__name__.removesuffix("Explorer").lower()
+        return {"explorer": name, "values": self.values(), "label": self.label, **self.page()}
 
-        def follow(change):
-            # a kernel is alive: hand over to the live controls at the same value
-            self._go_live()
-            self.controls[name].value = change["new"]
-
-        ctrl.observe(follow, names="value")
-        return ctrl
-
-    def _static_picture(self, key: tuple, values: dict) -> widgets.HTML:
-        picture, result = self.render(values, fmt="webp")
-        self.static_matrices[key] = result["matrix"]
-        self.static_pictures[key] = picture
-        self.static_images[key] = widgets.HTML(
-            value=_img_html(picture, "image/webp", self.alt(values, result), self.frame.css_size, result["matrix"]))
-        return self.static_images[key]
-
-    def _build_static(self, grid: list, note: str) -> widgets.VBox:
-        base = self.values()
-        self.static_controls = {name: self._static_control(name, vals) for name, vals in grid}
-        if len(grid) not in (1, 2):
-            raise ValueError(f"a static grid has one or two controls; got {len(grid)}")
-        (outer, outer_vals), *inner = grid
-        stacks = []
-        for a in outer_vals:
-            if inner:
-                (name, vals), = inner
-                pictures = [self._static_picture((a, b), {**base, outer: a, name: b}) for b in vals]
-                stacks.append(widgets.Stack(pictures, selected_index=self.static_controls[name].index))
-                self.static_links.append(widgets.jslink((self.static_controls[name], "index"),
-                                                        (stacks[-1], "selected_index")))
-            else:
-                stacks.append(self._static_picture((a,), {**base, outer: a}))
-        self.static_stack = widgets.Stack(stacks, selected_index=self.static_controls[outer].index)
-        self.static_links.insert(0, widgets.jslink((self.static_controls[outer], "index"),
-                                                   (self.static_stack, "selected_index")))
-        note = widgets.HTML(value='<small class="explorer-note">These controls switch between pictures drawn '
-                            "in advance, so they work in a page without Python. In a running notebook your "
-                            f"first move switches to live drawing over the full range{note}.</small>")
-        return widgets.VBox([self._row(self.static_controls.values()), self.static_stack, note])
+    def _repr_mimebundle_(self, **kwargs):
+        # ipywidgets 8 shows a widget through this; the page's config rides in the output's metadata,
+        # which nbval does not compare, so the cell's text/plain and widget view stay as they were
+        data = super()._repr_mimebundle_(**kwargs)
+        return (data, {PAGE_KEY: self.page_data}) if self.page_data else data
 
 
 # ---- chapter 1 ---------------------------------------------------------------------------------
@@ -388,11 +331,13 @@ class AverageExplorer(Explorer):
 
     label = "the plain causal average: the normalized tril matrix"
 
-    def __init__(self, T=8, max_T=16, grid_T=None, static=None):
+    def __init__(self, T=8, max_T=16, static=None):
         self.max_T = whole("max_T", max_T, 1, 64)
         controls = {"T": slider(whole("T", T, 1, self.max_T), 1, self.max_T, "T (sequence length)")}
-        super().__init__(controls, [("T", grid("grid_T", grid_T, range(1, self.max_T + 1), 1, self.max_T))],
-                         static)
+        super().__init__(controls, static)
+
+    def page(self):
+        return {"max_T": self.max_T}
 
     def compute(self, values):
         T = whole("T", values["T"], 1, self.max_T, BadInput, f"Pick T between 1 and {self.max_T}.")
@@ -437,8 +382,7 @@ class ScoresExplorer(Explorer):
     label = "raw attention scores q·k"
     kind = "scores"
 
-    def __init__(self, x=None, query=None, key=None, max_head_size=128, limit=8.0, seed=1337,
-                 grid_head_sizes=None, static=None):
+    def __init__(self, x=None, query=None, key=None, max_head_size=128, limit=8.0, seed=1337, static=None):
         g = torch.Generator().manual_seed(whole("seed", seed, 0, 2**63 - 1))
         x = torch.randn(8, C, generator=g) if x is None else one_sequence("x", x, "(T, C)")
         for name, layer in (("query", query), ("key", key)):
@@ -456,10 +400,11 @@ class ScoresExplorer(Explorer):
         controls = {"head_size": slider(whole("head_size", d, 1, self.max_head_size, fix=raise_max), 1,
                                         self.max_head_size, "d_k (head_size)"),
                     "T": slider(T, 1, T, "T (sequence length)")}
-        d_grid = sorted({*[p for p in POWERS_OF_TWO if p <= self.max_head_size], d})
-        super().__init__(controls, [("head_size", grid("grid_head_sizes", grid_head_sizes, d_grid, 1,
-                                                       self.max_head_size)),
-                                    ("T", tuple(range(1, T + 1)))], static)
+        super().__init__(controls, static)
+
+    def page(self):
+        # a head of size d_k takes the first d_k columns, as compute does
+        return {"q_all": floats(self.q_all), "k_all": floats(self.k_all), "limit": self.limit}
 
     def compute(self, values):
         d = whole("d_k", values["head_size"], 1, self.max_head_size, BadInput, "Move the d_k slider.")
@@ -488,7 +433,7 @@ class ScalingExplorer(Explorer):
     figsize = (6.6, 3.3)
     n_samples = 2000  # pairs of q, k behind the variance curve
 
-    def __init__(self, head_size=16, T=8, seed=1337, max_head_size=128, grid_head_sizes=None, static=None):
+    def __init__(self, head_size=16, T=8, seed=1337, max_head_size=128, static=None):
         self.max_head_size = whole("max_head_size", max_head_size, 1, 1024)
         g = torch.Generator().manual_seed(whole("seed", seed, 0, 2**63 - 1))
         T = whole("T", T, 1, 32)
@@ -500,10 +445,13 @@ class ScalingExplorer(Explorer):
         controls = {"head_size": slider(whole("head_size", head_size, 1, self.max_head_size), 1,
                                         self.max_head_size, "d_k (head_size)"),
                     "scale": toggle([("raw q·k", False), ("q·k / √d_k", True)], True, "scaling")}
-        # the d_k of the variance curve, and the default grid: every power of two up to the largest
+        # the d_k of the variance curve: every power of two up to the largest
         self.d_values = [p for p in POWERS_OF_TWO if p <= self.max_head_size]
-        super().__init__(controls, [("head_size", grid("grid_head_sizes", grid_head_sizes, self.d_values, 1,
-                                                       self.max_head_size)), ("scale", (False, True))], static)
+        super().__init__(controls, static)
+
+    def page(self):
+        return {"q": floats(self.q), "k": floats(self.k), "variance": floats(np.array(self.variance)),
+                "d_values": self.d_values}
 
     def build(self, fig, stamped=True):
         fig.subplots_adjust(left=0.08, right=0.97, bottom=0.15, top=0.9, wspace=0.45)
@@ -546,7 +494,7 @@ class MaskingExplorer(Explorer):
 
     label = "attention weights with and without the causal mask"
 
-    def __init__(self, q=None, k=None, T=None, seed=1337, grid_T=None, static=None):
+    def __init__(self, q=None, k=None, T=None, seed=1337, static=None):
         g = torch.Generator().manual_seed(whole("seed", seed, 0, 2**63 - 1))
         if (q is None) != (k is None):
             raise ValueError(f"give both q and k (one sequence's queries and keys, e.g. q[0] and k[0]), or neither; "
@@ -560,8 +508,10 @@ class MaskingExplorer(Explorer):
         T = whole("T", (n if q is not None else 8) if T is None else T, 1, n)
         controls = {"T": slider(T, 1, n, "T (sequence length)"),
                     "mask": toggle([("no mask", False), ("causal mask", True)], True, "mask")}
-        super().__init__(controls, [("T", grid("grid_T", grid_T, range(1, min(n, 16) + 1), 1, n)),
-                                    ("mask", (False, True))], static)
+        super().__init__(controls, static)
+
+    def page(self):
+        return {"q": floats(self.q), "k": floats(self.k)}
 
     def compute(self, values):
         T = whole("T", values["T"], 1, len(self.q), BadInput, "Move the T slider.")
@@ -706,6 +656,14 @@ def _checked_weights(head: nn.Module, x: torch.Tensor, learner: bool) -> torch.T
     return weights
 
 
+def _projections(tok: torch.Tensor, pos: torch.Tensor, head: nn.Module) -> dict:
+    # each character's and each position's key, query and value (x = tok + pos, and x @ W.T is linear):
+    # (vocab, hs) and (block_size, hs), far fewer numbers than the tables of width C
+    with torch.no_grad():
+        return {f"{name}_{part}": floats(table @ getattr(head, part).weight.T)
+                for name, table in (("tok", tok), ("pos", pos)) for part in ("key", "query", "value")}
+
+
 def _text_ids(chars, block_size: int) -> list[int]:
     if not isinstance(chars, str):
         raise BadInput(f"the text must be a string of characters, such as 'First Citizen:'; got {chars!r} "
@@ -764,12 +722,12 @@ class HeadExplorer(Explorer):
     figsize = (4.1, 3.5)
 
     def __init__(self, Head=None, text="First Citizen:", head_size=16, block_size=32, seed=1337, start=None,
-                 max_head_size=128, grid_head_sizes=None, grid_T=None, static=None):
+                 max_head_size=128, static=None):
         if Head is not None and not callable(Head):
             raise ValueError(f"Head must be a class built as Head(C, head_size, block_size); got {Head!r}")
         self.Head, self.learner = Head or ReferenceHead, Head is not None
         self.max_head_size = max_head_size = whole("max_head_size", max_head_size, 1, 1024)
-        seed, self._modules = whole("seed", seed, 0, 2**63 - 1), {}
+        seed, self._modules, self._start = whole("seed", seed, 0, 2**63 - 1), {}, None
         if start is not None:
             head_size, block_size = _start_sizes(start)
             self._modules[(head_size, seed)] = tuple(start)
@@ -786,11 +744,29 @@ class HeadExplorer(Explorer):
             "text": TextBox(value=text, description="text", placeholder="type characters of Shakespeare"),
         }
         controls["text"].observe(self._text_changed, names="value")
-        # every fourfold d_k: a text of 16 characters already makes 80 pictures
-        d_grid = sorted({*[p for p in (1, 4, 16, 64) if p <= max_head_size], head_size})
-        super().__init__(controls, [("head_size", grid("grid_head_sizes", grid_head_sizes, d_grid, 1, max_head_size)),
-                                    ("T", grid("grid_T", grid_T, range(1, min(n, 16) + 1), 1, n))],
-                         static, note=f", where you can also change the text ({text!r}) and the seed ({seed})")
+        self._start = (head_size, seed) if start is not None else None  # kept in _modules for good
+        super().__init__(controls, static)
+
+    def page(self):
+        # the page builds a head from a seed as torch does (engine/attention.js, buildHead), in
+        # ReferenceHead's order: key, query, value. A Head built otherwise has no page config: the
+        # book then shows this explorer's saved picture, and says so
+        probe = [_build_modules(H, 3, self.block_size, 0) for H in (self.Head, ReferenceHead)]
+        parts = [[*mods[:2], mods[2].key, mods[2].query, mods[2].value] for mods in probe]
+        if not all(isinstance(a, nn.Module) and torch.equal(a.weight, b.weight) for a, b in zip(*parts)):
+            raise BadInput(f"{getattr(self.Head, '__name__', 'Head')} does not build its key, query and value "
+                           "as ReferenceHead does (three nn.Linear(C, head_size, bias=False), in that order)")
+        config = {"block_size": self.block_size, "max_head_size": self.max_head_size, "vocab": "".join(vocab()),
+                  "who": self._who()}
+        if self._start is not None:  # the chapter's own modules: their projections per character and position
+            tok, pos, head = self._modules[self._start]
+            with torch.no_grad():
+                config["start"] = {"head_size": self._start[0], "seed": str(self._start[1]),
+                                   **_projections(tok.weight, pos.weight, head)}
+        return config
+
+    def _who(self) -> str:
+        return f"a {getattr(self.Head, '__name__', 'Head')}" if self.learner else "one causal head"
 
     def _text_changed(self, change):
         # T follows the text's length when the explorer can draw the text, so typing extends the
@@ -809,9 +785,11 @@ class HeadExplorer(Explorer):
         if T > len(ids):
             raise BadInput(f"T={T} but the text has only {plural(len(ids), 'character')}: type more text or lower T.")
         try:
-            if (d, seed) not in self._modules:
-                self._modules = {**dict(list(self._modules.items())[-7:]), (d, seed): _build_modules(
-                    self.Head, d, self.block_size, seed)}  # the last eight (d_k, seed), for going back
+            if (d, seed) not in self._modules:  # the chapter's own modules (start) stay, whatever comes after
+                kept = {k: m for k, m in self._modules.items() if k != self._start}
+                self._modules = {**({self._start: self._modules[self._start]} if self._start else {}),
+                                 **dict(list(kept.items())[-7:]), (d, seed): _build_modules(
+                                     self.Head, d, self.block_size, seed)}  # the last eight (d_k, seed)
             tok, pos, head = self._modules[(d, seed)]
             with torch.no_grad():
                 x = tok(torch.tensor([ids[:T]])) + pos(torch.arange(T))  # (1, T, C) + (T, C) -> (1, T, C)
@@ -823,8 +801,7 @@ class HeadExplorer(Explorer):
         return {"matrix": weights[0].numpy(), "tokens": values["text"][:T]}
 
     def alt(self, values, result):
-        who = f"a {getattr(self.Head, '__name__', 'Head')}" if self.learner else "one causal head"
-        return (f"attention weights of {who}, d_k={values['head_size']}, seed={values['seed']}, over the "
+        return (f"attention weights of {self._who()}, d_k={values['head_size']}, seed={values['seed']}, over the "
                 f"{plural(len(result['tokens']), 'character')} {result['tokens']!r}")
 
 
@@ -837,8 +814,8 @@ class TrainedExplorer(Explorer):
 
     ``trained`` and ``untrained`` are the model after and before training (anything with its
     ``token_table``, ``position_table`` and ``head``; default: the shipped ones,
-    :func:`attention_lab.training.load_trained`). ``lines`` are offered in a menu and pre-rendered
-    for the hosted book (default: the first six lines of the validation text that fit the block
+    :func:`attention_lab.training.load_trained`). ``lines`` are offered in a menu, in a kernel and in
+    the hosted book's page (default: the first six lines of the validation text that fit the block
     size); it starts on the first line, trained. Typed text replaces the line; T is its length.
     """
 
@@ -880,8 +857,13 @@ class TrainedExplorer(Explorer):
         controls["line"].observe(lambda c: c["new"] and self.set_quietly("text", c["new"]), names="value")
         controls["text"].observe(lambda c: c["new"] != controls["line"].value and self.set_quietly("line", ""),
                                  names="value")
-        super().__init__(controls, [("line", tuple(lines)), ("trained", (True, False))], static,
-                         note=", where you can also type your own text")
+        self.lines = lines
+        super().__init__(controls, static)
+
+    def page(self):
+        models = {name: _projections(m.token_table.weight, m.position_table.weight, m.head)
+                  for name, m in (("trained", self.models[True]), ("untrained", self.models[False]))}
+        return {"block_size": self.block_size, "vocab": "".join(vocab()), "lines": self.lines, "models": models}
 
     def compute(self, values):
         chars = values["line"] or values["text"]

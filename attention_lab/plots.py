@@ -17,13 +17,15 @@ Nothing here prints, seeds, or changes matplotlib's global settings.
 from __future__ import annotations
 
 import io
+import json
 import struct
 import zlib
 from collections.abc import Sequence
 
 import numpy as np
-from matplotlib import colormaps
-from matplotlib.colors import Normalize
+from importlib.resources import files
+
+from matplotlib.colors import ListedColormap, Normalize
 from matplotlib.figure import Figure
 from matplotlib.font_manager import FontProperties, findfont, get_font
 from matplotlib.ticker import FixedLocator, NullLocator
@@ -33,7 +35,10 @@ CSS_DPI = 80  # CSS pixels per figure inch: a (3.6, 3.2) inch figure shows as 28
 SCALE = 2  # picture pixels per CSS pixel
 CELL_PX = 9.0  # numbers in the cells, CSS px
 TICK_PX = 9.0  # tick labels (positions or characters), CSS px
-MASKED = "#d4d4d4"  # a score of -inf: no colour on the diverging scale means "masked"
+# the colour maps as 256 entries each, the one table the hosted book's page reads too
+# (tools/colour_maps.py writes it from matplotlib's viridis and RdBu_r)
+COLOUR_MAPS = json.loads(files("attention_lab").joinpath("data", "colour_maps.json").read_text())
+MASKED = COLOUR_MAPS["masked"]  # a score of -inf: no colour on the diverging scale means "masked"
 
 KINDS = {
     # kind: (colour map, colour bar label, number format)
@@ -114,7 +119,7 @@ class HeatmapArtist:
         else:
             self.norm = Normalize(0.0, 1.0)
         self.ax, self.kind, self.stamped = ax, kind, stamped
-        self.cmap = colormaps[cmap].with_extremes(bad=MASKED)
+        self.cmap = ListedColormap(COLOUR_MAPS[cmap], name=cmap).with_extremes(bad=MASKED)
         # "nearest" keeps each cell a crisp square at any size
         self.im = ax.imshow(np.zeros((1, 1)), cmap=self.cmap, norm=self.norm, interpolation="nearest")
         ax.set_xlabel("key position")
@@ -376,7 +381,7 @@ class Frame:
 
     def webp(self) -> bytes:
         """The frame as lossless WebP bytes: the same colours as :meth:`png`, about a third of the size
-        (the pictures pre-rendered into the static book, which carries many)."""
+        (``Explorer.render(values, fmt="webp")``, for a picture saved to a file)."""
         from PIL import Image
 
         buf = io.BytesIO()

@@ -1,5 +1,5 @@
 """Unit tests of attention_lab.explorers, driven headless: set controls, compare with weights computed
-here independently, check bad-input messages, the static grid, pixel density and the coalescing."""
+here independently, check bad-input messages, the page config for the hosted book, pixel density and the coalescing."""
 
 import asyncio
 import base64
@@ -26,8 +26,9 @@ from traitlets import TraitError  # noqa: E402
 from PIL import Image as PILImage  # noqa: E402
 
 from attention_lab import controls, explorers, plots, text  # noqa: E402
+from attention_lab.reference import ReferenceHead  # noqa: E402
 
-needs_stack = pytest.mark.skipif(not explorers.has_stack(), reason="static grid needs ipywidgets >= 8 (Stack)")
+needs_stack = pytest.mark.skipif(not explorers.has_stack(), reason="the page config needs ipywidgets >= 8")
 
 
 def sdpa_weights(q, k, causal):
@@ -75,16 +76,6 @@ def pixels(picture):
     return np.asarray(PILImage.open(io.BytesIO(picture)).convert("RGB"), dtype=float)
 
 
-IMG = re.compile(r'<img src="data:image/webp;base64,([A-Za-z0-9+/=]+)" alt="([^"]*)" width="(\d+)" height="(\d+)"')
-
-
-def static_picture(widget):
-    """(WebP bytes, alt text, CSS width, CSS height) of a pre-rendered picture: an HTML <img>."""
-    assert isinstance(widget, widgets.HTML)
-    (match,) = IMG.findall(widget.value)
-    return base64.b64decode(match[0]), html.unescape(match[1]), int(match[2]), int(match[3])
-
-
 def all_widgets(w):
     yield w
     for child in getattr(w, "children", ()):
@@ -97,8 +88,8 @@ _BUILT = {}
 
 
 def with_grid(factory):
-    """The explorer at its defaults, static grid included where ipywidgets has a Stack: built once
-    per test module (it is slow)."""
+    """The explorer at its defaults, with its page config where ipywidgets >= 8 records one: built
+    once per test module."""
     if factory not in _BUILT:
         _BUILT[factory] = factory(static=explorers.has_stack())
     return _BUILT[factory]
@@ -207,13 +198,6 @@ def test_the_selected_toggle_carries_a_check_mark(factory, name):
     assert list(buttons.icons)[1 - before] == "check" and list(buttons.icons)[before] == ""
 
 
-@needs_stack
-def test_static_toggles_carry_no_icon():
-    # with no kernel nothing would move an icon: the book's CSS marks the selected static button
-    ex = with_grid(explorers.masking_explorer)
-    assert not any(ex.static_controls["mask"].icons)
-
-
 def test_building_an_explorer_leaves_the_seed_and_the_thread_count_alone():
     threads = torch.get_num_threads()
     torch.manual_seed(0)
@@ -239,9 +223,6 @@ def test_building_an_explorer_leaves_the_seed_and_the_thread_count_alone():
     (lambda: explorers.head_explorer(text="hé"), r"'é'"),
     (lambda: explorers.head_explorer(text="First Citizen:", block_size=8), r"has 14 characters, above block_size=8"),
     (lambda: explorers.head_explorer(Head=42), r"Head must be a class"),
-    (lambda: explorers.masking_explorer(grid_T=()), r"grid_T must list at least one value"),
-    (lambda: explorers.average_explorer(grid_T=(3, 2)), r"increasing with no repeats"),
-    (lambda: explorers.average_explorer(grid_T=5), r"grid_T must list the values to draw in advance, .*; got 5"),
 ])
 def test_arguments_are_checked_up_front(call, match):
     with pytest.raises(ValueError, match=match):
@@ -750,22 +731,23 @@ def test_where_nothing_can_stop_a_head_its_messages_say_to_interrupt_the_kernel(
 
 
 @needs_stack
-def test_a_failing_head_with_a_static_grid_is_a_message_and_a_live_explorer():
-    class FailsAtFour(Head):
-        def forward(self, x):
-            if self.key.out_features == 4:
-                raise RuntimeError("boom")
-            return super().forward(x)
+def test_a_head_the_page_cannot_rebuild_has_no_page_config_and_says_so():
+    class ValueFirst(Head):  # the same head, its projections drawn in another order
+        def __init__(self, C, head_size, block_size):
+            nn.Module.__init__(self)
+            self.value = nn.Linear(C, head_size, bias=False)
+            self.key = nn.Linear(C, head_size, bias=False)
+            self.query = nn.Linear(C, head_size, bias=False)
+            self.register_buffer("tril", torch.tril(torch.ones(block_size, block_size)))
 
-    # the grid's d_k = 4 meets the broken branch: no exception, and the live panel, drawn at d_k = 16, says why
-    ex = explorers.head_explorer(Head=FailsAtFour, grid_head_sizes=(4, 16), grid_T=(3,), static=True)
-    assert ex.static_images == {} and ex.static_stack is None and ex.children[0].children[1] is ex.image
-    assert ex.message.startswith("your Head.forward raised RuntimeError: boom")
-    assert ex.message.endswith("(Met while drawing the pictures for a page without Python: this explorer draws "
-                               "live only.)")
-    assert ex.matrix.shape == (14, 14)
-    ex = explorers.head_explorer(Head=StubHead, grid_head_sizes=(16,), static=True)  # not even the live picture
-    assert "not written yet" in ex.message and ex.matrix is None
+    ex = explorers.head_explorer(Head=ValueFirst, static=True)
+    assert ex.page_data is None and ex.matrix.shape == (14, 14)
+    assert ex.message == ("ValueFirst does not build its key, query and value as ReferenceHead does (three "
+                          "nn.Linear(C, head_size, bias=False), in that order); the hosted book shows this "
+                          "explorer's first picture only.")
+    assert explorers.head_explorer(Head=Head, static=True).page_data is not None
+    ex = explorers.head_explorer(Head=StubHead, static=True)  # not even the live picture: no config
+    assert "not written yet" in ex.message and ex.matrix is None and ex.page_data is None
 
 
 def test_T_follows_only_a_text_the_explorer_can_draw():
@@ -891,21 +873,19 @@ def test_trained_lines_are_checked_up_front(lines, match):
 
 
 @needs_stack
-def test_trained_static_grid_is_lines_times_heads():
+def test_trained_page_config_rebuilds_both_heads_from_projections():
     models = shipped()
     ex = explorers.trained_explorer(models.trained, models.untrained, lines=LINES, static=True)
-    assert len(ex.static_images) == 6 and ex.children[0].selected_index == 0
-    menu, heads = ex.static_controls["line"], ex.static_controls["trained"]
-    assert isinstance(menu, widgets.Dropdown) and [value for _, value in menu.options] == LINES
-    assert isinstance(heads, widgets.ToggleButtons) and [label for label, _ in heads.options] == ["trained", "untrained"]
-    for (line, trained), picture in ex.static_images.items():
-        model = models.trained if trained else models.untrained
-        np.testing.assert_allclose(ex.static_matrices[(line, trained)], model_weights(model, line), rtol=1e-5, atol=1e-6)
-        alt = static_picture(picture)[1]
-        assert f"of the {'trained' if trained else 'untrained'} head over the {len(line)} characters {line!r}" in alt
-    menu.value = LINES[1]  # in a kernel, the static menu hands over to the live view on that line
-    assert ex.children[0].selected_index == 1 and ex.controls["text"].value == LINES[1]
-    np.testing.assert_array_equal(ex.matrix, ex.static_matrices[(LINES[1], True)])
+    cfg = ex.page_data
+    assert cfg["lines"] == LINES and cfg["block_size"] == 32 and cfg["vocab"] == "".join(text.vocab())
+    for name, model in (("trained", models.trained), ("untrained", models.untrained)):
+        p = {k: unpack(v) for k, v in cfg["models"][name].items()}
+        ids = text.encode(LINES[1])
+        q = p["tok_query"][ids] + p["pos_query"][: len(ids)]  # what the page adds up
+        k = p["tok_key"][ids] + p["pos_key"][: len(ids)]
+        scores = torch.tensor(q @ k.T / math.sqrt(q.shape[1]))
+        scores = scores.masked_fill(torch.tril(torch.ones(len(ids), len(ids))) == 0, float("-inf"))
+        np.testing.assert_allclose(torch.softmax(scores, -1).numpy(), model_weights(model, LINES[1]), atol=1e-5)
 
 
 # ---- no backlog ------------------------------------------------------------------------------
@@ -998,115 +978,74 @@ def test_only_a_kernels_running_loop_is_booked(monkeypatch, foreign_loop):
     assert explorers.redraw_loop() is None
 
 
-# ---- static grid -----------------------------------------------------------------------------
+# ---- the hosted book's page config ---------------------------------------------------------------
 
 
-@needs_stack
-def test_static_grid_one_control():
-    ex = explorers.average_explorer(static=True)
-    top = ex.children[0]
-    assert isinstance(top, widgets.Stack) and top.selected_index == 0
-    stack = ex.static_stack
-    assert len(stack.children) == 16 == len(ex.static_images)
-    slider = ex.static_controls["T"]
-    assert isinstance(slider, widgets.SelectionSlider) and list(slider.options) == list(range(1, 17))
-    assert slider.value == 8 and stack.selected_index == 7
-    (link,) = ex.static_links
-    assert link.source == (slider, "index") and link.target == (stack, "selected_index")
-    for T, picture in zip(range(1, 17), stack.children):
-        assert picture is ex.static_images[(T,)]
-        webp, alt, w, h = static_picture(picture)
-        assert webp == ex.static_pictures[(T,)] and webp[8:12] == b"WEBP"
-        assert (w, h) == ex.frame.css_size and PILImage.open(io.BytesIO(webp)).size == (2 * w, 2 * h)
-        assert f"T={T}:" in alt and "1/(t+1)" in alt
-        np.testing.assert_allclose(ex.static_matrices[(T,)], np.tril(np.ones((T, T))) / np.arange(1, T + 1)[:, None])
-        # the numbers in the cells ride along for tests of the page (T <= 8)
-        shown = re.search(r'data-matrix="([^"]*)"', picture.value)
-        assert (shown is not None) == (T <= 8)
-        if shown:
-            np.testing.assert_allclose(json.loads(shown.group(1)), ex.static_matrices[(T,)], atol=0.005)
-        # one caption per picture, under it, hidden from screen readers (they read the alt)
-        caption = f'<div class="explorer-caption" aria-hidden="true">Showing: {html.escape(alt, quote=False)}</div>'
-        assert picture.value.count("Showing: ") == 1 and caption in picture.value
-
-
-@needs_stack
-def test_static_grid_two_controls_nested_and_linked():
-    ex = explorers.masking_explorer(grid_T=(2, 5, 9), static=True)
-    outer = ex.static_stack
-    assert len(outer.children) == 3 and all(len(s.children) == 2 for s in outer.children)
-    t_ctrl, m_ctrl = ex.static_controls["T"], ex.static_controls["mask"]
-    assert list(t_ctrl.options) == [2, 5, 9]
-    assert isinstance(m_ctrl, widgets.ToggleButtons) and [o[0] for o in m_ctrl.options] == ["no mask", "causal mask"]
-    links = {(l.source[0].model_id, l.source[1], l.target[0].model_id, l.target[1]) for l in ex.static_links}
-    assert (t_ctrl.model_id, "index", outer.model_id, "selected_index") in links
-    for inner in outer.children:
-        assert (m_ctrl.model_id, "index", inner.model_id, "selected_index") in links
-    assert len(ex.static_links) == 4
-    for (T, mask), picture in ex.static_images.items():
-        assert f"T={T}," in static_picture(picture)[1]
-        assert ("future masked" if mask else "no mask") in static_picture(picture)[1]
+def unpack(packed) -> np.ndarray:
+    return np.frombuffer(base64.b64decode(packed["b64"]), dtype="<f4").reshape(packed["shape"])
 
 
 @needs_stack
 @pytest.mark.parametrize("factory", ALL)
-def test_static_and_live_pictures_of_one_state_have_the_same_pixels(factory):
-    ex = with_grid(factory)  # moving its live controls leaves the static grid as it was
-    key = next(iter(ex.static_images))
-    webp, alt, _, _ = static_picture(ex.static_images[key])
-    for name, value in zip(ex.static_controls, key):
-        ex.controls[name].value = value
-    ex.update_now()
-    np.testing.assert_array_equal(ex.static_matrices[key], ex.matrix)
-    # lossless: the book shows exactly the colours a kernel shows (no palette, no banding)
-    np.testing.assert_array_equal(pixels(webp), pixels(ex.image.value))
-    assert f"Showing: {alt}" in html.unescape(ex.caption.value)
-
-
-@needs_stack
-def test_static_control_hands_over_to_the_live_view():
-    ex = explorers.scaling_explorer(grid_head_sizes=(4, 64), static=True)
-    assert len(ex.static_images) == 4 and ex.children[0].selected_index == 0
-    ex.static_controls["head_size"].value = 64
-    assert ex.children[0].selected_index == 1 and ex.controls["head_size"].value == 64
-    np.testing.assert_array_equal(ex.matrix, ex.static_matrices[(64, True)])
-
-
-@needs_stack
-@pytest.mark.parametrize("factory", ALL)
-def test_every_static_picture_has_alt_text_and_a_modest_payload(factory):
+def test_the_page_config_rides_in_the_output_metadata_not_in_what_nbval_compares(factory):
     ex = with_grid(factory)
-    for key, picture in ex.static_images.items():
-        webp, alt, _, _ = static_picture(picture)
-        assert webp == ex.static_pictures[key]
-        assert alt and all(str(v) in alt for v in key if not isinstance(v, bool))
-    # base64 and the alt text cost about a third more than the picture bytes, no more
-    html_bytes = sum(len(p.value.encode()) for p in ex.static_images.values())
-    assert html_bytes < 1.45 * sum(len(b) for b in ex.static_pictures.values())
+    data, metadata = ex._repr_mimebundle_()
+    assert set(data) == {"text/plain", "application/vnd.jupyter.widget-view+json"}
+    assert data["text/plain"] == repr(ex)
+    cfg = metadata[explorers.PAGE_KEY]
+    assert cfg is ex.page_data and cfg["values"] == ex.values() and cfg["label"] == ex.label
+    assert cfg["explorer"] == {"AverageExplorer": "average", "ScoresExplorer": "scores", "ScalingExplorer": "scaling",
+                               "MaskingExplorer": "masking", "HeadExplorer": "head",
+                               "TrainedExplorer": "trained"}[type(ex).__name__]
+    assert json.loads(json.dumps(cfg)) == cfg  # plain JSON
+    live = factory(lines=LINES, static=False) if factory is explorers.trained_explorer else factory(static=False)
+    assert live.page_data is None and live._repr_mimebundle_() == live._repr_mimebundle_()
 
 
 @needs_stack
-def test_head_static_grid_uses_the_text():
-    ex = explorers.head_explorer(grid_head_sizes=(4, 16), grid_T=(3, 14), static=True)
-    assert len(ex.static_images) == 4
-    np.testing.assert_allclose(ex.static_matrices[(16, 14)], expected_head_weights("First Citizen:"), rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(ex.static_matrices[(4, 3)], expected_head_weights("Fir", head_size=4), rtol=1e-5, atol=1e-6)
+def test_the_page_gets_the_chapters_own_tensors_bit_for_bit():
+    x, query, key = torch.randn(6, 384), nn.Linear(384, 8, bias=False), nn.Linear(384, 8, bias=False)
+    ex = explorers.scores_explorer(x, query, key, static=True)
+    np.testing.assert_array_equal(unpack(ex.page_data["q_all"]), ex.q_all.numpy())
+    np.testing.assert_array_equal(unpack(ex.page_data["k_all"]), ex.k_all.numpy())
+    np.testing.assert_allclose(unpack(ex.page_data["k_all"])[:, :8], (x @ key.weight.T).detach().numpy(), atol=1e-5)
+    ex = explorers.masking_explorer(static=True)
+    np.testing.assert_array_equal(unpack(ex.page_data["q"]), ex.q.numpy())
+    ex = explorers.scaling_explorer(static=True)
+    np.testing.assert_array_equal(unpack(ex.page_data["variance"]), np.float32(ex.variance))
+    tok, pos = nn.Embedding(65, 384), nn.Embedding(8, 384)
+    head = ReferenceHead(384, 4, 8)
+    ex = explorers.head_explorer(text="he gods ", seed=5, start=(tok, pos, head), static=True)
+    start = ex.page_data["start"]
+    assert (start["head_size"], start["seed"], ex.page_data["block_size"]) == (4, "5", 8)
+    np.testing.assert_allclose(unpack(start["tok_value"]), (tok.weight @ head.value.weight.T).detach().numpy(), atol=1e-6)
 
 
-@needs_stack
-def test_static_grids_are_built_for_the_book_only(monkeypatch):
-    # a learner's kernel draws live and skips the grid; `make outputs` asks for it through the environment
+def test_page_configs_are_recorded_for_the_book_only(monkeypatch):
+    # a learner's kernel draws live and records nothing; `make outputs` asks for it through the environment
     monkeypatch.delenv(explorers.STATIC_ENV, raising=False)
-    assert explorers.average_explorer().static_images == {}
+    assert explorers.average_explorer().page_data is None
     monkeypatch.setenv(explorers.STATIC_ENV, "1")
-    assert len(explorers.average_explorer(T=2, max_T=3).static_images) == 3
-    assert explorers.average_explorer(T=2, max_T=3, static=False).static_images == {}
+    assert (explorers.average_explorer(T=2, max_T=3).page_data is not None) == explorers.has_stack()
+    assert explorers.average_explorer(T=2, max_T=3, static=False).page_data is None
+
+
+def test_the_colour_table_is_matplotlibs_maps():
+    from matplotlib import colormaps
+    from matplotlib.colors import to_rgb
+
+    for name in ("viridis", "RdBu_r"):
+        table = np.array([to_rgb(c) for c in plots.COLOUR_MAPS[name]])
+        assert table.shape == (256, 3)
+        np.testing.assert_allclose(table, colormaps[name](np.arange(256))[:, :3], atol=0.5 / 255 + 1e-9)
+    art = plots.HeatmapArtist(plots.new_figure().add_subplot(), kind="scores", limit=2.0)
+    assert to_rgb(plots.COLOUR_MAPS["RdBu_r"][255]) == tuple(art.cmap(1.0)[:3])
 
 
 @pytest.mark.skipif(explorers.has_stack(), reason="ipywidgets 7 only: no Stack, live view only")
 def test_ipywidgets7_is_live_only():
     ex = explorers.masking_explorer()
-    assert ex.static_images == {} and ex.static_stack is None
+    assert ex.page_data is None
     assert ex.children[0].children[1] is ex.image and ex.children[0].children[2] is ex.caption
     with pytest.raises(ValueError, match="static=True needs ipywidgets >= 8"):
         explorers.masking_explorer(static=True)

@@ -10,7 +10,7 @@ import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 def widget_notebook():
-    # an explorer with a static grid: Stacks, jslinks and pictures, the parts a chapter's state holds
+    # an explorer as a chapter holds one: its widgets' state and its page config (floats in base64)
     return new_notebook(cells=[
         new_markdown_cell("# 9. A test chapter"),
         new_code_cell("from attention_lab import explorers\n\nexplorers.average_explorer(T=2, max_T=3)"),
@@ -39,8 +39,9 @@ def test_executing_twice_writes_identical_bytes_with_derived_widget_ids(tmp_path
     views = [o["data"][nbtool.WIDGET_VIEW]["model_id"] for c in nb["cells"] for o in c.get("outputs", [])
              if nbtool.WIDGET_VIEW in o.get("data", {})]
     assert views and set(views) | refs <= set(state), "a view or a reference names a model that is not stored"
-    links = [m for m in state.values() if m["model_name"] == "LinkModel"]
-    assert links, "the static grid's jslinks were not stored"
+    configs = [o["metadata"]["attention_lab_page"] for c in nb["cells"] for o in c.get("outputs", [])
+               if "attention_lab_page" in o.get("metadata", {})]
+    assert [c["explorer"] for c in configs] == ["average"], "the explorer's page config was not stored"
 
 
 def test_renaming_follows_the_walk_not_the_random_ids():

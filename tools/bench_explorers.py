@@ -9,9 +9,8 @@ For every explorer it times, end to end and side by side:
   ``imshow`` + colorbar + the same texts as matplotlib Text artists, at the same size and pixel
   density, ``savefig`` to PNG, ``plt.close``, bytes assigned to an ``Image``.
 
-It prints medians and their ratio (and with ``--payload`` the static-grid size of each explorer:
-the HTML ``<img>`` pictures as the page carries them, base64 and alt text included; this takes
-longer), and exits with
+It prints medians and their ratio (and with ``--payload`` the size of each explorer's page config,
+the JSON the hosted book's page computes from), and exits with
 status 1 when a goal is missed: median live update <= 30 ms for T <= 32, and live <= 0.35 x naive.
 
 Burst check (``--burst`` runs only it; the normal run also runs it at the end, with a 20 s budget,
@@ -265,7 +264,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=2, help="passes over each value list (default 2)")
     parser.add_argument("--payload", action="store_true",
-                        help="also build every default static grid and print its size (slower)")
+                        help="also print the size of each explorer's page config")
     parser.add_argument("--burst", action="store_true",
                         help="only the burst check: slider messages to a real kernel, no backlog")
     parser.add_argument("--no-burst", action="store_true", help="skip the burst check of the normal run")
@@ -302,15 +301,11 @@ def main(argv=None) -> int:
         print(f"{label:<15} {m_live:8.1f} {m_naive:9.1f} {ratio:6.2f} {c_live:8.1f} {c_ratio:10.2f}"
               f"   {'ok' if good else 'MISSED'}")
     if args.payload and explorers.has_stack():
-        print("\nstatic grid payload (ipywidgets >= 8, default grids, lossless WebP at 2x)")
+        print("\npage config payload (ipywidgets >= 8): what a chapter page carries for its explorer")
         for label, factory, kwargs, _, _ in CASES:
             ex = factory(static=True, **kwargs)
-            # what the page's widget state carries: each picture is an HTML <img> (base64 data URI,
-            # alt text, caption); `webp` is the raw picture bytes inside
-            total = sum(len(pic.value.encode()) for pic in ex.static_images.values())
-            raw = sum(len(b) for b in ex.static_pictures.values())
-            print(f"{label:<15} {len(ex.static_images):4d} pictures {total / 1e6:6.2f} MB as HTML  "
-                  f"(webp {raw / 1e6:.2f} MB)")
+            size = len(json.dumps(ex.page_data, separators=(",", ":")).encode())
+            print(f"{label:<15} {size / 1e6:6.3f} MB as JSON (tensors in base64 float32)")
     if not args.no_burst:
         ok &= report_burst(args.burst_n, 20.0)
     print("\nall goals met" if ok else "\ngoals MISSED")

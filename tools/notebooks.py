@@ -313,7 +313,7 @@ def execute(path: Path) -> None:
         store_widget_state=True,
         record_timing=False,
     )
-    # only the kernel's environment says so: explorers pre-render their static grids for the book
+    # only the kernel's environment says so: explorers record their page configs for the book
     # (attention_lab.explorers); the calling process, a test worker perhaps, keeps its own environment
     client.execute(env={**os.environ, "ATTENTION_LAB_STATIC": "1"})
     normalize(nb, path.stem)

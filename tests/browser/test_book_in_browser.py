@@ -123,60 +123,47 @@ def test_every_visible_image_says_what_it_shows(page_view):
     assert bad == [], f"{path}: images without a description: {bad[:5]}"
 
 
-# the images of a widget area that a reader can see right now
-VISIBLE_IMAGES_JS = """root => Array.from(root.querySelectorAll('img'))
-  .filter(i => i.checkVisibility() && i.getBoundingClientRect().width > 0).map(i => i.src)"""
-
-
-def _explorers(page):
-    """Widget areas (one per displayed widget) holding at least one picture and one slider or menu."""
-    areas = page.locator(".widget-subarea")
-    return [areas.nth(i) for i in range(areas.count())
-            if areas.nth(i).locator("img").count() and areas.nth(i).locator("[role=slider], select").count()]
+# what the page explorer's picture shows now: its caption and the colours of its cells
+PICTURE_JS = """root => root.querySelector('.explorer-caption').textContent + '|' +
+  Array.from(root.querySelectorAll('td')).map(td => td.style.backgroundColor).join(';')"""
 
 
 @pytest.mark.parametrize("path", CHAPTERS)
-def test_static_explorers_answer_the_keyboard(visit, path):
+def test_page_explorers_answer_the_keyboard(visit, path):
     _require_built(path)
     v = visit(path)
-    explorers = _explorers(v.page)
-    if not explorers:
-        pytest.fail(f"{path} has no static explorer in the built page: every chapter should have one that "
-                    "answers its controls without a kernel (is the widget state saved? run `make outputs`)")
+    roots = v.page.locator(".attention-explorer[data-explorer]")
+    if not roots.count():
+        pytest.fail(f"{path} has no page explorer in the built page: every chapter should have one that computes "
+                    "without a kernel (was the chapter executed with `make outputs`?)")
     report = []
 
-    def press(area, n, control, key, name):
-        """Press `key` on `control` and assert the explorer's visible picture changed."""
-        before = area.evaluate(VISIBLE_IMAGES_JS)
-        assert before, f"{path} explorer {n}: no picture visible before using {name}"
+    def press(root, n, control, key, name):
+        """Press `key` on `control` and assert the explorer painted a different picture."""
+        before, paints = root.evaluate(PICTURE_JS), int(root.get_attribute("data-paints"))
         control.focus()
         v.page.keyboard.press(key)
-        v.page.wait_for_timeout(250)
-        after = area.evaluate(VISIBLE_IMAGES_JS)
+        v.page.wait_for_timeout(100)
+        after = root.evaluate(PICTURE_JS)
         report.append(f"explorer {n} / {name}: picture changed = {after != before}")
-        assert after and after != before, f"{path} explorer {n}: the picture did not change when {name} was used"
+        assert after != before and int(root.get_attribute("data-paints")) > paints, \
+            f"{path} explorer {n}: the picture did not change when {name} was used"
 
-    for n, area in enumerate(explorers, 1):
-        area.scroll_into_view_if_needed()
-        labels = area.locator(".widget-slider .widget-label")
-        handles = area.locator("[role=slider]")
-        for h in range(handles.count()):
-            handle = handles.nth(h)
-            if handle.is_visible():
-                at_max = handle.get_attribute("aria-valuenow") == handle.get_attribute("aria-valuemax")
-                name = labels.nth(h).inner_text() if labels.count() > h else f"slider {h + 1}"
-                press(area, n, handle, "ArrowLeft" if at_max else "ArrowRight", f"slider {name!r}")
-        # menus (chapter 6's lines of the play): the arrow key chooses the next entry
-        menus = area.locator("select")
+    for n in range(roots.count()):
+        root = roots.nth(n)
+        root.scroll_into_view_if_needed()
+        sliders = root.locator("input[type=range]")
+        for h in range(sliders.count()):
+            track = sliders.nth(h)
+            at_max = track.input_value() == track.get_attribute("max")
+            assert track.get_attribute("aria-valuetext") == track.input_value()
+            press(root, n, track, "ArrowLeft" if at_max else "ArrowRight", f"slider {h + 1}")
+        menus = root.locator("select")  # chapter 6's lines of the play
         for m in range(menus.count()):
-            if menus.nth(m).is_visible():
-                press(area, n, menus.nth(m), "ArrowDown", f"menu {m + 1}")
-        # toggles (scaling on/off, mask on/off): reach the other button with the keyboard and press it
-        buttons = area.locator(".widget-toggle-buttons button")
-        for b in range(buttons.count()):
-            button = buttons.nth(b)
-            if button.is_visible() and "mod-active" not in (button.get_attribute("class") or ""):
-                press(area, n, button, "Space", f"toggle {button.inner_text().strip()!r}")
+            press(root, n, menus.nth(m), "ArrowDown", f"menu {m + 1}")
+        buttons = root.locator(".explorer-toggle button[aria-pressed=false]")
+        for b in range(buttons.count()):  # scaling, mask, trained: reach the other button and press it
+            press(root, n, buttons.nth(0), "Space", f"toggle {b + 1}")
     print("\n" + "\n".join(report))
     assert report, f"{path}: explorers found but no visible slider or menu to move"
 

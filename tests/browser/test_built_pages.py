@@ -101,7 +101,8 @@ COUNTED = re.compile(r"(?<![\d.,])(1|one) (characters|positions|rows|keys|querie
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
 def test_alt_texts_and_captions_count_in_good_english(path):
-    # the whole page source: pictures drawn in advance carry their alt text inside the saved widget state
+    # the whole page source (the explorers' captions are computed in the page: test_page_explorers.py holds them to
+    # the Python explorers' alt(), whose counts go through plural)
     text = html.unescape(built_page(f"lessons/{path.stem}.html").read_text(encoding="utf-8"))
     wrong = sorted({m.group(0) for m in COUNTED.finditer(text)})
     assert wrong == [], f"{path.stem}: a plural after one: {wrong}"

@@ -199,22 +199,46 @@
     return matrix(n, C, g.randn(n * C));
   }
 
+  /** A copy of the generator, at the same place in its stream. */
+  Generator.prototype.clone = function () {
+    var g = Object.create(Generator.prototype);
+    g.state = new Uint32Array(this.state);
+    g.left = this.left;
+    g.next = this.next;
+    g.nextNormal = this.nextNormal;
+    return g;
+  };
+
   /**
    * Chapter 5's modules under torch.manual_seed(seed), in the explorer's order: the token
    * table nn.Embedding(vocabSize, C), the position table nn.Embedding(blockSize, C), then
    * Head(C, headSize, blockSize), whose key, query and value are made in that order.
    */
   function buildHead(seed, headSize, blockSize, C, vocabSize) {
+    return headFrom(buildTables(seed, blockSize, C, vocabSize), headSize);
+  }
+
+  /**
+   * The two tables alone, and the generator where they leave it: every head size starts from
+   * there (headFrom), so a page that changes d_k draws only the head's weights again.
+   */
+  function buildTables(seed, blockSize, C, vocabSize) {
     C = C === undefined ? 384 : C;
     vocabSize = vocabSize === undefined ? 65 : vocabSize;
     var g = new Generator(seed);
     var tokenTable = embeddingWeight(g, vocabSize, C);  // (vocab, C)
     var positionTable = embeddingWeight(g, blockSize, C);  // (block_size, C)
+    return { after: g, tokenTable: tokenTable, positionTable: positionTable, C: C, blockSize: blockSize };
+  }
+
+  /** Head(C, headSize, blockSize) drawn after the tables of buildTables: key, query, value. */
+  function headFrom(tables, headSize) {
+    var g = tables.after.clone(), C = tables.C;
     var key = linearWeight(g, C, headSize);  // (head_size, C)
     var query = linearWeight(g, C, headSize);
     var value = linearWeight(g, C, headSize);
-    return { tokenTable: tokenTable, positionTable: positionTable, key: key, query: query,
-      value: value, C: C, headSize: headSize, blockSize: blockSize };
+    return { tokenTable: tables.tokenTable, positionTable: tables.positionTable, key: key, query: query,
+      value: value, C: C, headSize: headSize, blockSize: tables.blockSize };
   }
 
   // ---- the attention maths -----------------------------------------------------------------
@@ -240,11 +264,11 @@
       throw new RangeError("x is (" + x.rows + ", " + n + ") but W is (" + W.rows + ", " + W.cols +
         "): W must be (out, in) with in = " + n);
     }
-    var y = new Float32Array(x.rows * out);
+    var y = new Float32Array(x.rows * out), xd = x.data, wd = W.data;  // local names: a tight loop
     for (var t = 0; t < x.rows; t++) {
       for (var o = 0; o < out; o++) {
-        var sum = 0;
-        for (var c = 0; c < n; c++) sum += x.data[t * n + c] * W.data[o * n + c];
+        var sum = 0, xt = t * n, wo = o * n;
+        for (var c = 0; c < n; c++) sum += xd[xt + c] * wd[wo + c];
         y[t * out + o] = sum;
       }
     }
@@ -254,11 +278,11 @@
   /** scores = q @ k.T over the first d_k columns (all by default): (T, T). */
   function dotScores(q, k, headSize) {
     var d = headSize === undefined ? q.cols : headSize, T = q.rows;
-    var s = new Float32Array(T * k.rows);
+    var s = new Float32Array(T * k.rows), qd = q.data, kd = k.data;
     for (var i = 0; i < T; i++) {
       for (var j = 0; j < k.rows; j++) {
-        var sum = 0;
-        for (var m = 0; m < d; m++) sum += at(q, i, m) * at(k, j, m);
+        var sum = 0, qi = i * q.cols, kj = j * k.cols;
+        for (var m = 0; m < d; m++) sum += qd[qi + m] * kd[kj + m];
         s[i * k.rows + j] = sum;
       }
     }
@@ -298,11 +322,11 @@
     }
     var weights = softmax(scores), out = null;
     if (v) {
-      var o = new Float32Array(T * d);
+      var o = new Float32Array(T * d), wd = weights.data, vd = v.data, n = raw.cols;
       for (i = 0; i < T; i++) {
         for (var m = 0; m < d; m++) {
           var sum = 0;
-          for (j = 0; j < raw.cols; j++) sum += at(weights, i, j) * at(v, j, m);
+          for (j = 0; j < n; j++) sum += wd[i * n + j] * vd[j * v.cols + m];
           o[i * d + m] = sum;
         }
       }
@@ -388,7 +412,7 @@
 
   var api = {
     Generator: Generator, linearWeight: linearWeight, embeddingWeight: embeddingWeight,
-    buildHead: buildHead, matrix: matrix, at: at, embed: embed, linear: linear,
+    buildHead: buildHead, buildTables: buildTables, headFrom: headFrom, matrix: matrix, at: at, embed: embed, linear: linear,
     attention: attention, head: head, trace: trace, encode: encode, colour: colour
   };
   root.AttentionEngine = api;
