@@ -90,8 +90,6 @@ class Batch:
             if rel and (ROOT / rel).is_file() and not rel.startswith(("notebooks/", "student/", "tests/browser")):
                 (self.course / rel).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(ROOT / rel, self.course / rel)
-        for rel in ("attention_lab/judge.py", "attention_lab/observe.py", "tools/grade.py", "tools/sandbox.py"):
-            shutil.copy2(ROOT / rel, self.course / rel)  # not committed yet when the test is written
         self.submissions = self.grader / "submissions"
         self.submissions.mkdir(parents=True)
         (self.grader / "notes.txt").write_text("the grader's own file\n")
@@ -384,7 +382,7 @@ def graded(tmp_path_factory):
         out = "out" if stem == C1 else "out-5"
         # chapter 1's time limit is fixed (importing otter, which one attack patches, is slow on a busy
         # machine); chapter 5's is calibrated on its solutions, as by default
-        limit = ["--timeout", "60"] if stem == C1 else []
+        limit = ["--timeout", "45"] if stem == C1 else []
         lines, status = batch.run(stem, "--seed", str(SEED), "--jobs", "2", "--memory", str(MEMORY / 2**30),
                                   *limit, out=out)
         seconds[stem] = (time.monotonic() - start, len(list(batch.submissions.iterdir())), lines)
@@ -446,20 +444,20 @@ def test_same_seed_same_gradebook(tmp_path):
     for kind, answer in [("right", RIGHT_1), ("divide-by-T", WRONG_1)]:
         (batch.submissions / f"{kind}.ipynb").write_text(_notebook(C1, {"1.1": answer}))
     books = []
-    for out, seed in [("a", 11), ("b", 11), ("c", 12)]:
-        lines, status = batch.run(C1, "--seed", str(seed), "--timeout", "60", "--jobs", "2", out=out)
+    for out in ("a", "b"):
+        lines, status = batch.run(C1, "--seed", "11", "--timeout", "60", "--jobs", "2", out=out)
         assert status == 0, "\n".join(lines)
         books.append((batch.grader / out / "gradebook.csv").read_text())
     assert books[0] == books[1]
-    assert books[2] != books[0] and books[2].replace(",12,", ",11,") == books[0]  # only the seed differs
-    assert [line.split(",")[1:4] for line in books[0].splitlines()[1:]] == [["1", "1", "1"], ["0", "0", "1"]]
+    rows = [line.split(",") for line in books[0].splitlines()[1:]]  # sorted by student
+    assert [row[:4] for row in rows] == [["divide-by-T", "0", "0", "1"], ["right", "1", "1", "1"]]
+    assert {row[-2] for row in rows} == {"11"}
 
 
 def test_refuses_without_a_sandbox_unless_told(tmp_path):
     submissions, out = tmp_path / "subs", tmp_path / "out"
     submissions.mkdir()
     (submissions / "right.ipynb").write_text(_notebook(C1, {"1.1": RIGHT_1}))
-    (submissions / "untouched.ipynb").write_text(_notebook(C1))
     env = {"PATH": str(tmp_path), "PYTHONPATH": str(ROOT), "HOME": str(tmp_path)}  # no bwrap on this PATH
     cmd = [sys.executable, str(ROOT / "tools/grade.py"), C1, str(submissions), "--out", str(out), "--seed", "1"]
     refused = subprocess.run(cmd, capture_output=True, text=True, env=env)
@@ -468,12 +466,12 @@ def test_refuses_without_a_sandbox_unless_told(tmp_path):
     assert not out.exists()
     ran = subprocess.run([*cmd, "--unsandboxed", "--timeout", "60"], capture_output=True, text=True, env=env)
     assert ran.returncode == 0, ran.stdout + ran.stderr
-    rows = [line for line in ran.stdout.splitlines() if line.startswith(("right:", "untouched:"))]
-    assert len(rows) == 2 and all(grade.UNSANDBOXED in line for line in rows)
+    rows = [line for line in ran.stdout.splitlines() if line.startswith("right:")]
+    assert "right: 1/1" in rows[-1] and all(grade.UNSANDBOXED in line for line in rows)
     with open(out / "gradebook.csv", newline="") as f:
         book = {r["student"]: r for r in csv.DictReader(f)}
-    assert (book["right"]["total"], book["untouched"]["total"]) == ("1", "0")
-    assert {r["sandbox"] for r in book.values()} == {"none"}
+    assert book["right"]["total"] == "1"
+    assert {r["sandbox"] for r in book.values()} == {"NONE (--unsandboxed)"}
 
 
 @pytest.mark.skipif(os.geteuid() != 0 or shutil.which("setpriv") is None,

@@ -252,7 +252,7 @@ def grade(stem: str, folder: Path, out: Path, *, seed: int, unsandboxed: bool = 
             points = {name: int(got.get(name, {}).get("points", 0)) for name in names}
             rows.append({"student": student, **points, "total": sum(points.values()),
                          "max": sum(q["points"] for q in plan["questions"]), "reason": reason, "seed": seed,
-                         "sandbox": "none" if unsandboxed else "bubblewrap"})
+                         "sandbox": "NONE (--unsandboxed)" if unsandboxed else "bubblewrap"})
             (out / "feedback" / f"{student}.txt").write_text(feedback(student, plan, got, reason), encoding="utf-8")
             log(f"{student}: {rows[-1]['total']}/{rows[-1]['max']}{' (' + reason + ')' if reason else ''}{warn}")
     part = out / "gradebook.csv.part"
