@@ -9,7 +9,8 @@ gradebook, not the grader's command line. It gets no network (``--unshare-all``:
 process, user, IPC and hostname namespaces), no capabilities, and cannot make user namespaces of its own.
 Its processes die with it (``--die-with-parent``, and the process namespace ends with its first process).
 Limits (``prlimit``): address space (:data:`MEMORY`), size of a file written (:data:`FILE_SIZE`), no core
-files; and a wall-clock limit, after which the whole process group is killed.
+files; the private ``/tmp`` holds at most :data:`TMP_SIZE`; and a wall-clock limit, after which the whole
+process group is killed. The writable folder has no total limit beyond the size of each file.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from pathlib import Path
 INSIDE = Path("/sandbox")
 MEMORY = 4 * 2**30  # bytes of address space; torch and any chapter run in under 2 GiB of it
 FILE_SIZE = 512 * 2**20  # the largest file the submission may write
+TMP_SIZE = 512 * 2**20  # bytes the private /tmp may hold (it lives in memory)
 TIMEOUT = 20.0  # seconds a submission may run
 ETC = ("ld.so.cache", "passwd", "group", "nsswitch.conf", "localtime", "fonts", "mime.types")
 
@@ -103,7 +105,8 @@ def command(argv: list[str], *, root: Path, inbox: Path, outbox: Path, memory: i
     package = root / "attention_lab"
     limits = ["prlimit", f"--as={memory}", f"--fsize={FILE_SIZE}", "--core=0", "--"]
     bwrap = ["bwrap", "--unshare-all", "--unshare-user", "--die-with-parent", "--new-session", "--disable-userns",
-             "--cap-drop", "ALL", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",  # first: binds may be under /tmp
+             "--cap-drop", "ALL", "--proc", "/proc", "--dev", "/dev",
+             "--size", str(TMP_SIZE), "--tmpfs", "/tmp",  # first: binds may be under /tmp
              *_system(), *_python(), "--ro-bind", str(package), str(package),
              "--ro-bind", str(inbox), str(INSIDE / "in"), "--bind", str(outbox), str(INSIDE / "out"),
              "--chdir", "/tmp", "--clearenv",
