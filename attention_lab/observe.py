@@ -84,6 +84,9 @@ class Recorder:
             except graded._NotYetImplemented:
                 entry["outcome"] = {"kind": "not-implemented"}
                 raise
+            except getattr(graded, "_HelperStub", ()) as stub:  # a stub in a function the answer calls
+                entry["outcome"] = {"kind": "helper-stub", "helper": str(stub.helper), "message": str(stub.exc)[:500]}
+                raise
             except BaseException as exc:  # SystemExit, KeyboardInterrupt: the call never returned
                 entry["outcome"] = {"kind": "stopped", "message": f"{type(exc).__name__}: {exc}"[:500]}
                 raise
