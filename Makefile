@@ -127,6 +127,14 @@ release-tags:
 graded: install
 	$(BIN)/python tools/graded_edition.py $(if $(FAST),--no-run-tests)
 
+# instructors: grade a folder of submissions of one chapter, each in a bubblewrap sandbox, scored by a clean
+# judge process (tools/grade.py): make grade CHAPTER=05_one_head SUBMISSIONS=submissions/ OUT=grades/ [SEED=N]
+.PHONY: grade
+grade: install
+	@test -n "$(CHAPTER)" -a -n "$(SUBMISSIONS)" -a -n "$(OUT)" || \
+	  { echo "usage: make grade CHAPTER=05_one_head SUBMISSIONS=folder/ OUT=folder/ [SEED=N]"; exit 2; }
+	$(BIN)/python tools/grade.py "$(CHAPTER)" "$(SUBMISSIONS)" --out "$(OUT)" $(if $(SEED),--seed $(SEED))
+
 # instructors: the book without solutions, into _build/html as usual (what the deploy workflow publishes with
 # BOOK_SOLUTIONS=hidden): exercises and checks stay, every solution goes (book/_ext/hide_solutions.py)
 .PHONY: book-without-solutions

@@ -11,7 +11,9 @@ For each chapter it writes, under ``graded/NN_slug/``:
   grading tool to run: learners work in it as in any student edition, on Colab, Binder or their own
   machine, and each exercise's check cell answers them as it always does.
 - ``autograder/NN_slug-autograder.zip``: the autograder, to upload to Gradescope ("Programming
-  Assignment", "Zip file upload") or to grade with locally: ``otter run -a ZIP -o OUT SUBMISSION.ipynb``.
+  Assignment", "Zip file upload"). To grade on your own machine, use ``tools/grade.py`` (``make grade``),
+  which sandboxes each submission; ``otter run -a ZIP`` still works but runs the scoring inside the
+  submission's own kernel, where the submission can change it.
 - ``autograder/NN_slug.ipynb``: the same notebook with the worked solutions in its answer cells (what
   otter grades to prove the autograder gives full marks), and otter's own files beside it.
 
@@ -19,10 +21,13 @@ Each coding exercise (a stub that raises NotImplementedError, its solution, then
 from ``attention_lab.checks``) becomes one graded question named "Exercise N.k", worth one point. Its test
 calls the same check, with the same arguments, on ``checks.fresh()`` (a copy of the module read again
 from its file, so a learner's ``checks.check_head = ...`` in the notebook changes nothing) and with
-``strict=True`` (a stub or a wrong answer raises ``CheckFailed``). The grader runs the submission from the
-top in a fresh kernel and each test right after its exercise's check cell; the feedback of a failed test
-is the check's own message, which names the mistake. Discussion exercises (no stub) are not graded: the
-note in the student notebook lists them.
+``strict=True`` (a stub or a wrong answer raises ``CheckFailed``); ``otter run`` runs those tests in the
+submission's own kernel. The zip's ``run_otter.py``, what Gradescope runs, grades with the judge instead
+(:func:`use_judge`, ``attention_lab/gradescope.py``): the same checks, their scores computed in a process
+where the submission's code never ran, from ``grading_spec.json`` (the exercises, their checks and a seed
+drawn when the zip is written). ``tools/grade.py`` grades a folder of submissions the same way, in a
+sandbox. The feedback of a failed exercise is the check's own message, which names the mistake.
+Discussion exercises (no stub) are not graded: the note in the student notebook lists them.
 
 How the chapter becomes an otter "master notebook" (otter's v1 format, raw cells that open and close
 blocks): an ``# ASSIGNMENT CONFIG`` cell first; then, per coding exercise, ``# BEGIN QUESTION`` before the
@@ -40,10 +45,13 @@ import argparse
 import ast
 import builtins
 import copy
+import json
+import random
 import re
 import shutil
 import sys
 import tempfile
+import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -276,10 +284,11 @@ def _graded_note(stem: str, graded: list[Question], discussions: list[str]) -> n
     names = [q.name for q in graded]
     listed = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
     text = (f"> **Graded edition.** {listed} {'is' if len(names) == 1 else 'are'} graded automatically, "
-            f"{POINTS} point each. The grader runs this notebook from the top in a fresh kernel and, after "
-            "each of those exercises, runs its check again, in a strict mode that a change to the check in "
-            "this notebook does not affect. An exercise scores its point when the check passes and zero "
-            "otherwise; your feedback is the check's message, the one you see when you run the check cell. "
+            f"{POINTS} point each. The grader runs this notebook from the top and, after each of those "
+            "exercises, calls its check on your answer again, with inputs of its own; the scores are computed "
+            "in a separate process, which nothing in this notebook can change. An exercise scores its point "
+            "when the check passes and zero otherwise; your feedback is the check's message, the kind you see "
+            "when you run the check cell. "
             "Keep every cell, the names the exercises ask for and the check cells, and submit this file, "
             f"`{stem}.ipynb`.")
     if discussions:
@@ -349,6 +358,39 @@ def master_notebook(lesson, stem: str, book, name: str | None = None):
 
 
 # ---------------------------------------------------------------------------------------------------
+# the judge: what tools/grade.py and the Gradescope autograder grade with
+
+RUNNER = '''"""Grades the submission with attention_lab's judge (attention_lab/gradescope.py): the submission runs
+as an unprivileged user and hands out observations; a separate Python process computes the scores."""
+
+from attention_lab.gradescope import main
+
+if __name__ == "__main__":
+    main(["/autograder"])
+'''
+
+
+def judge_spec(stem: str, graded: list[Question], seed: int) -> dict:
+    """The graded exercises of a chapter as attention_lab.observe and attention_lab.judge read them."""
+    return {"chapter": stem, "seed": seed, "questions": [
+        {"number": q.number, "name": q.name, "points": POINTS,
+         "checks": [{"name": c.name, "arguments": c.arguments} for c in q.checks]} for q in graded]}
+
+
+def use_judge(zip_path: Path, spec: dict) -> None:
+    """Make otter's autograder zip grade with the judge: its ``run_otter.py`` (which Gradescope's
+    ``run_autograder`` calls) runs :mod:`attention_lab.gradescope`, which reads ``grading_spec.json``.
+    Otter's tests stay in the zip, for ``otter run``."""
+    with zipfile.ZipFile(zip_path) as zf:
+        files = {name: zf.read(name) for name in zf.namelist()}
+    files["run_otter.py"] = RUNNER.encode("utf-8")
+    files["grading_spec.json"] = json.dumps(spec, indent=1).encode("utf-8")
+    with zipfile.ZipFile(zip_path, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name, data in files.items():
+            zf.writestr(name, data)
+
+
+# ---------------------------------------------------------------------------------------------------
 # running otter assign
 
 def assign(master, stem: str, out: Path, run_tests: bool = True) -> Edition:
@@ -393,6 +435,7 @@ def build(paths: list[Path], out: Path = OUT, *, run_tests: bool = True, book=No
     for stem, master, graded, discussions in masters:
         log(f"otter assign {stem}" + (" (then grading the solutions)" if run_tests else ""))
         edition = assign(master, stem, out, run_tests=run_tests)
+        use_judge(edition.autograder_zip, judge_spec(stem, graded, random.SystemRandom().randrange(2**31)))
         edition.questions = [q.name for q in graded]
         edition.discussions = discussions
         editions.append(edition)
