@@ -844,9 +844,20 @@ def _scale_read(case, got):
     s = float((dL * dS).sum() / (dS * dS).sum())
     pred = torch.softmax((s * S).masked_fill(~used, -math.inf), -1).nan_to_num(0.0)
     right = case.hs ** -0.5
-    if float((pred - W).abs().max()) > 1e-4 or abs(s - right) < 1e-3 * right:
+    if float((pred - W).abs().max()) > 1e-4 or abs(s - right) < 1e-3 * right or abs(s) < 1e-6 * right:
+        return None  # (s about 0: weights that ignore the scores, _uniform's case)
+    root = f" (= 1/√{1 / s**2:.4g})" if s > 0 else " (a negative factor: a large score now gets less weight)"
+    return dict(s=s, as_root=root, right=right)
+
+
+def _uniform(case, got):
+    """Weights spread evenly over the keys each row sees, whatever the scores: they play no part."""
+    W = _read_weights(case)
+    if W is None or torch.isnan(W).any() or float((case.raw.to(torch.float64).diff(dim=-1)).abs().max()) < 1e-9:
         return None
-    return dict(s=s, square=1 / s**2 if s > 0 else math.nan, right=right)
+    seen = W > SUPPORT
+    even = seen / seen.sum(-1, keepdim=True).clamp_min(1)
+    return {} if float((W - even).abs().max()) < 1e-6 else None
 
 
 _MEASURED_ROWS = _table(
@@ -864,7 +875,10 @@ _MEASURED_ROWS = _table(
      "scaled after the softmax (by {total:.4g} = 1/√{square:.4g}); the scale belongs on the scores, "
      "before it: softmax(q @ kᵀ / √d_k), and nothing multiplies the weights or the output afterwards",
      _scaled_after),
-    ("head/other-scale", "your scores are multiplied by {s:.4g} (= 1/√{square:.4g}) before the softmax; "
+    ("head/ignores-scores", "every row of your weights is spread evenly over the keys it sees, whatever q "
+     "and k are: the scores play no part (multiplied by 0, or the softmax taken of something else); the "
+     "weights are softmax(q @ kᵀ / √d_k) over the scores, masked", _uniform),
+    ("head/other-scale", "your scores are multiplied by {s:.4g}{as_root} before the softmax; "
      "the scale is 1/√d_k = 1/√{hs} = {right:.4g}, with d_k the head size, k.shape[-1]", _scale_read),
 )
 
