@@ -30,6 +30,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from attention_lab.reference import ReferenceHead
+
 GENERIC = {"general/differ", "general/not-finite", "general/raised"}
 NEG = float("-inf")
 
@@ -102,15 +104,8 @@ def furthest(model, lines):
     return lines[int(((back * (t < sizes[:, None])).sum(-1) / sizes).argmax())]
 
 
-class Head(nn.Module):
-    """The lesson's head; subclasses below change one step."""
-
-    def __init__(self, C, head_size, block_size):
-        super().__init__()
-        self.key = nn.Linear(C, head_size, bias=False)
-        self.query = nn.Linear(C, head_size, bias=False)
-        self.value = nn.Linear(C, head_size, bias=False)
-        self.register_buffer("tril", torch.tril(torch.ones(block_size, block_size)))
+class Head(ReferenceHead):
+    """The lesson's head (its layers and mask are ReferenceHead's), in steps that subclasses below change."""
 
     def scores(self, q, k):
         return q @ k.mT / k.shape[-1] ** 0.5
