@@ -20,7 +20,8 @@ Printed side by side in one run, per chapter, with median and p90 (nearest rank)
   ``<div class="attention-explorer" data-explorer="NAME">`` holding ``<input type=range>`` controls, and
   after every paint it increments ``root.dataset.paints`` and dispatches
   ``CustomEvent("explorer:painted", {bubbles: true})``. Each chapter page's explorers get ``--presses``
-  presses on their first range input, timed from keydown to the frame painted after that event, as
+  presses on their first range input, or, in an explorer with no range input (chapter 6's), typing into
+  its first text box as in JupyterLab; each timed from keydown to the frame painted after that event, as
   above. A page with no such explorer is said so.
 * **Page weight**: a first visit, empty cache, gzipped, of the front page and every chapter
   (tools/bench_pages.py's ``Visit``), against the limits 0.5 MB and 1.5 MB, and with ``--baseline`` beside
@@ -165,6 +166,18 @@ def _press_all(page, control, presses: int, wait_s: float, keys, kind: str | Non
     return page.evaluate("window.__kp.times")
 
 
+def typing_keys(page, box) -> list[str]:
+    """Put the caret at the end of the text box ``box`` and return the keys that type there, one picture
+    each: Backspace, then the character it removed (so the text, and its picture, come back).
+    Raises TimeoutError, so the run says so, when the box is empty."""
+    text = box.input_value()
+    if not text:
+        raise TimeoutError("its text box is empty: there is no character to remove and type again")
+    box.focus()
+    page.keyboard.press("End")
+    return ["Backspace", "Space" if text[-1] == " " else text[-1]]
+
+
 # ---- JupyterLab ---------------------------------------------------------------------------------------
 
 
@@ -195,10 +208,7 @@ def lab_chapter(browser, lab: LabServer, stem: str, presses: int, wait_s: float)
             control, keys, what = explorer.locator(".widget-slider .noUi-handle").first, None, f"slider {label}"
         elif explorer.locator("input[type=text]").count():
             control = explorer.locator("input[type=text]").first
-            text = control.input_value()
-            control.focus()
-            page.keyboard.press("End")
-            keys, what = ["Backspace", "Space" if text[-1] == " " else text[-1]], "typing in the text box"
+            keys, what = typing_keys(page, control), "typing in the text box"
         else:
             return Result(problem="its explorer has no slider and no text box")
         return Result(_press_all(page, control, presses, wait_s, keys, "lab"), what=what)
@@ -210,13 +220,14 @@ def lab_chapter(browser, lab: LabServer, stem: str, presses: int, wait_s: float)
 
 # ---- the hosted book ------------------------------------------------------------------------------------
 
-# the page explorers of the contract that have a slider, by name
+# the page explorers of the contract that have a slider or a text box, by name
 _PAGE_EXPLORERS_JS = """() => Array.from(document.querySelectorAll('.attention-explorer[data-explorer]'))
-  .filter(r => r.querySelector('input[type=range]')).map(r => r.dataset.explorer)"""
+  .filter(r => r.querySelector('input[type=range], input[type=text]')).map(r => r.dataset.explorer)"""
 
 
 def page_chapter(browser, url: str, presses: int, wait_s: float) -> Result:
-    """Time presses on the first slider of every page explorer of the page at ``url``, pooled."""
+    """Time presses on every page explorer of the page at ``url``, pooled: on its first slider, or, when
+    it has none, typing into its first text box."""
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     page = context.new_page()
     visit = PageVisit(page, url)
@@ -226,19 +237,26 @@ def page_chapter(browser, url: str, presses: int, wait_s: float) -> Result:
         names = page.evaluate(_PAGE_EXPLORERS_JS)
         if not names:
             return Result(problem="no page explorer on this page")
-        times = []
+        times, pressed = [], []
         page.evaluate(_TIMER_JS)
         for name in names:
+            pressed.append(name)
             root = page.locator(f'.attention-explorer[data-explorer="{name}"]').first
             root.evaluate(_WATCH_EVENT_JS)
             root.scroll_into_view_if_needed()
             page.evaluate("window.__kp.times = []")
             before = int(root.evaluate("r => Number(r.dataset.paints || 0)"))
-            times += _press_all(page, root.locator("input[type=range]").first, presses, wait_s, None, "page")
+            if root.locator("input[type=range]").count():
+                control, keys = root.locator("input[type=range]").first, None
+            else:
+                control = root.locator("input[type=text]").first
+                keys = typing_keys(page, control)
+                pressed[-1] += " (typing)"
+            times += _press_all(page, control, presses, wait_s, keys, "page")
             painted = int(root.evaluate("r => Number(r.dataset.paints || 0)"))
             if painted < before + presses:
                 return Result(problem=f"{name}: dataset.paints rose by {painted - before}, not {presses}")
-        return Result(times, what=", ".join(names))
+        return Result(times, what=", ".join(pressed))
     except TimeoutError as err:
         return Result(problem=str(err))
     finally:

@@ -1,6 +1,6 @@
 """tools/bench_keypress.py's page half against fixture pages of its own that follow the page explorers'
 contract: a root ``<div class="attention-explorer" data-explorer="NAME">`` with ``<input type=range>``
-controls that, after every paint, increments ``root.dataset.paints`` and dispatches
+controls (or, with none, an ``<input type=text>`` typed into) that, after every paint, increments ``root.dataset.paints`` and dispatches
 ``CustomEvent("explorer:painted", {bubbles: true})``.
 
 Nothing is judged on speed (the machine is shared): a run must time every press, time from the keydown
@@ -15,17 +15,17 @@ import bench_keypress as bk
 import bench_pages
 import pytest
 
-# a slider and a canvas; `work` ms of busy work before each paint; `count` whether paints are counted
+# a slider (or a text box) and a canvas; `work` ms of busy work before each paint; `count` whether paints are counted
 PAGE = """<!doctype html><html><head><meta charset="utf-8"><title>fixture</title></head><body>
 <main>{explorers}</main>
 <script>
 for (const root of document.querySelectorAll('.attention-explorer[data-explorer]')) {{
-  const slider = root.querySelector('input[type=range]'), canvas = root.querySelector('canvas');
+  const slider = root.querySelector('input[type=range], input[type=text]'), canvas = root.querySelector('canvas');
   const work = Number(root.dataset.work || 0), count = root.dataset.count !== 'no', paints = root.dataset.silent !== 'yes';
   slider.addEventListener('input', () => {{
     const until = performance.now() + work;
     while (performance.now() < until) {{}}
-    const ctx = canvas.getContext('2d'), v = Number(slider.value);
+    const ctx = canvas.getContext('2d'), v = slider.type === 'text' ? slider.value.length : Number(slider.value);
     ctx.fillStyle = `rgb(${{v * 20}}, 80, ${{255 - v * 20}})`;
     ctx.fillRect(0, 0, canvas.width, canvas.height);
     if (!paints) return;
@@ -41,6 +41,12 @@ def explorer(name: str, value: int = 3, maximum: int = 8, **data) -> str:
     return (f'<div class="attention-explorer" data-explorer="{name}"{attrs}>'
             f'<input type="range" min="1" max="{maximum}" value="{value}" aria-label="T">'
             f'<canvas width="64" height="64"></canvas></div>')
+
+
+def typed(name: str, text: str) -> str:
+    """An explorer driven by typing only (chapter 6's page explorer has a text box and a menu, no slider)."""
+    return (f'<div class="attention-explorer" data-explorer="{name}">'
+            f'<input type="text" value="{text}" aria-label="text"><canvas width="64" height="64"></canvas></div>')
 
 
 @pytest.fixture
@@ -84,3 +90,32 @@ def test_an_explorer_that_never_says_it_painted_is_named(browser, site):
 def test_an_explorer_that_paints_without_counting_is_named(browser, site):
     result = bk.page_chapter(browser, site("uncounted.html", explorer("lazy", count="no")), presses=3, wait_s=2)
     assert result.problem == "lazy: dataset.paints rose by 0, not 3"
+
+
+@pytest.mark.parametrize("text", ["First Citizen:", "ends in a space "])
+def test_an_explorer_with_a_text_box_only_is_timed_typing(browser, site, text):
+    # Backspace, then the character removed, and so on: every press paints, and the text comes back
+    url = site("typed.html", typed("trained", text))
+    result = bk.page_chapter(browser, url, presses=6, wait_s=5)
+    assert result.problem == "" and result.what == "trained (typing)"
+    assert len(result.times) == 6 and all(0 < t < 5000 for t in result.times)
+
+
+def test_the_text_after_typing_is_the_text_before(browser, site):
+    page = browser.new_page()
+    try:
+        page.goto(site("back.html", typed("trained", "To be")))
+        box = page.locator("input[type=text]")
+        keys = bk.typing_keys(page, box)
+        assert keys == ["Backspace", "e"]
+        page.keyboard.press(keys[0])
+        assert box.input_value() == "To b"  # the caret was at the end
+        page.keyboard.press(keys[1])
+        assert box.input_value() == "To be"
+    finally:
+        page.close()
+
+
+def test_an_empty_text_box_is_said_so(browser, site):
+    result = bk.page_chapter(browser, site("empty.html", typed("trained", "")), presses=3, wait_s=1)
+    assert result.times == [] and "its text box is empty" in result.problem

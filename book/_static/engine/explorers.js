@@ -450,6 +450,7 @@
         thead.append(headRow);
         table.append(thead, tbody);
         heat.append(table);
+        if (sizes) sizes.observe(table);  // a new T resizes the table: the canvas follows its cells
       }
       var n = cells.length, i, j;
       cells[active.i] && (cells[active.i][active.j].tabIndex = -1);
@@ -529,7 +530,9 @@
         builtFor = key;
       }
       var numbers = T <= ANNOTATE_MAX_T;
-      if (canvas) drawCanvas(m);
+      // a new T moves the cells: the canvas is then placed and drawn by the ResizeObserver below, after
+      // the frame's own layout, as reading the cells' places here would force a layout of its own
+      if (canvas && (place || !sizes)) drawCanvas(m);
       for (var i = 0; i < T; i++) {
         for (var j = 0; j < T; j++) {
           var v = E.at(m, i, j), rgb = colourOf(v), td = cells[i][j], text = cellText(v);
@@ -584,10 +587,28 @@
         }
       }
     }
-    if (window.ResizeObserver) {
-      new ResizeObserver(function () {
-        if (canvas && shown) { place = null; drawCanvas(shown.matrix); }
-      }).observe(heat);
+    var sizes = window.ResizeObserver ? new ResizeObserver(function () {
+      if (canvas && shown) { place = null; drawCanvas(shown.matrix); }
+    }) : null;
+    if (sizes) {
+      sizes.observe(heat);
+      // The explorer never shrinks while it is used: a smaller picture (a lower T, a shorter text)
+      // leaves its space, so the page below it does not move. A move would make the browser place and
+      // repaint the whole chapter under the explorer on every press (most of a frame's time on these
+      // long pages); now only the explorer repaints. A new width (a turned phone) starts afresh.
+      var tallest = 0, wide = -1;
+      new ResizeObserver(function (entries) {
+        var box = entries[entries.length - 1].contentRect;
+        if (box.width !== wide) {  // measured once at each width, without the old reserve
+          wide = box.width;
+          root.style.minHeight = "";
+          tallest = root.getBoundingClientRect().height;
+          root.style.minHeight = tallest + "px";
+        } else if (box.height > tallest) {
+          tallest = box.height;
+          root.style.minHeight = tallest + "px";
+        }
+      }).observe(root);
     }
 
     function syncInputs() {
