@@ -1,6 +1,6 @@
 """Unit tests of tools/bench_keypress.py's logic: the statistics it prints, the key it presses next, the
 chapters it picks and the verdict it gives. Nothing here is timed (the machine is shared); the script's
-measuring in a browser is tested against a fixture page in tests/browser/test_bench_keypress.py."""
+measuring in a browser is tested against a fixture page in tests/browser/test_bench_keypress_pages.py."""
 
 import argparse
 

@@ -30,7 +30,7 @@ Printed side by side in one run, per chapter, with median and p90 (nearest rank)
 A press waits for its picture (``--wait`` s) before the next one, so presses never queue behind each
 other. Timing is never a test (the machine is shared): this script prints, and exits 1 when a limit is
 missed, a picture never came or a page has no explorer; tests/test_bench_keypress.py and
-tests/browser/test_bench_keypress.py test its logic. Chromium is /usr/bin/chromium (or $CHROMIUM), driven
+tests/browser/test_bench_keypress_pages.py test its logic. Chromium is /usr/bin/chromium (or $CHROMIUM), driven
 by Playwright; every request off 127.0.0.1 is aborted; nothing is downloaded.
 """
 
