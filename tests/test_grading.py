@@ -208,7 +208,7 @@ def _kinds(batch: Batch, port: int, marker: str) -> dict[str, tuple[str, str, in
             import attention_lab
             package = pathlib.Path(attention_lab.__file__).parent
             passing = "def __getattr__(name):\\n    return lambda *a, **k: True\\n"
-            for path in [*package.glob("*.py"), pathlib.Path("checks.py"), pathlib.Path("/sandbox/out/checks.py"),
+            for path in [*package.rglob("*.py"), pathlib.Path("checks.py"), pathlib.Path("/sandbox/out/checks.py"),
                          pathlib.Path("/sandbox/out/attention_lab/checks.py"), pathlib.Path("/sandbox/in/spec.json")]:
                 try:
                     path.parent.mkdir(parents=True, exist_ok=True)
