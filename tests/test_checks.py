@@ -1330,6 +1330,19 @@ def test_chapters_call_checks_as_statements_whose_none_prints_nothing():
     assert calls > 0
 
 
+def test_every_public_check_is_called_by_the_chapter_whose_module_holds_it():
+    """A check that no chapter calls goes (or gets an exercise); chapterN.py holds chapter N's checks."""
+    called = collections.defaultdict(set)
+    for path in nbtool.notebooks():
+        for cell in json.loads(path.read_text())["cells"]:
+            if cell["cell_type"] == "code":
+                for name in re.findall(r"\bchecks\.(check_\w+)\(", "".join(cell["source"])):
+                    called[name].add(int(path.name[:2]))
+    for name in [n for n in checks.__all__ if n.startswith("check_")]:
+        module = getattr(checks, name).__module__  # attention_lab.checks.chapterN
+        assert called[name] == {int(module.removeprefix("attention_lab.checks.chapter"))}, (name, module)
+
+
 # ---------------------------------------------------------------- last: every message was produced
 
 

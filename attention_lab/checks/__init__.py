@@ -114,7 +114,8 @@ def fresh():
     """
     name = f"attention_lab._fresh_checks_{next(_copies)}"
     here = Path(__file__).parent
-    spec = importlib.util.spec_from_file_location(name, here / "__init__.py", submodule_search_locations=[str(here)])
+    spec = importlib.util.spec_from_file_location(name, here / "__init__.py",
+                                                  submodule_search_locations=[str(here)])
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module  # while it runs: its modules import one another by relative imports
     try:
