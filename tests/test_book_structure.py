@@ -10,7 +10,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-import notebooks as nbtool
+from course import chapters as nbtool
+from course import cli
+from course import layout
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -99,10 +101,10 @@ def test_bibliography_lists_the_references_in_order_and_each_is_cited():
 
 
 def test_repository_is_named_once_and_everything_follows_it():
-    url, _ = nbtool.repository()
-    assert nbtool.main(["check"]) == 0, "out of date with _config.yml or lessons/: run `make sync`"
+    url, _ = layout.repository()
+    assert cli.main(["check"]) == 0, "out of date with _config.yml or lessons/: run `make sync`"
     for stem in CHAPTERS:
-        assert f"git+{url}@{nbtool.release_ref()}" in load(stem).cells[0].source
+        assert f"git+{url}@{layout.release_ref()}" in load(stem).cells[0].source
     readme = (ROOT / "README.md").read_text()
     for stem in CHAPTERS:
         links = nbtool.launch_links(ROOT / "lessons" / f"{stem}.ipynb")
@@ -134,26 +136,26 @@ def test_fork_changes_follow_the_config(tmp_path, monkeypatch):
     """Point _config.yml at a fork: every launch link and the bootstrap source follow it."""
     config = tmp_path / "_config.yml"
     config.write_text((ROOT / "_config.yml").read_text().replace(
-        nbtool.repository()[0], "https://github.com/someone/my-fork"))
-    (tmp_path / "pyproject.toml").write_text((ROOT / "pyproject.toml").read_text())
+        layout.repository()[0], "https://github.com/someone/my-fork"))
+    monkeypatch.setattr(layout, "CONFIG", config)
     monkeypatch.setattr(nbtool, "ROOT", tmp_path)
     (tmp_path / "lessons").mkdir()
     links = nbtool.launch_links(tmp_path / "lessons" / "05_one_head.ipynb")
-    ref = nbtool.release_ref()  # the version in pyproject.toml, e.g. v0.2.0
+    ref = layout.release_ref()  # the version in pyproject.toml, e.g. v0.2.0
     assert links == {
         "page": "https://someone.github.io/my-fork/lessons/05_one_head.html",
         "binder": f"https://mybinder.org/v2/gh/someone/my-fork/{ref}?urlpath=lab/tree/notebooks/05_one_head.ipynb",
         "colab": f"https://colab.research.google.com/github/someone/my-fork/blob/{ref}/notebooks/05_one_head.ipynb",
     }
     assert nbtool.clone_block().splitlines()[3:5] == ["git clone https://github.com/someone/my-fork", "cd my-fork"]
-    assert f"git+https://github.com/someone/my-fork@{nbtool.release_ref()}" in nbtool.bootstrap_source()
+    assert f"git+https://github.com/someone/my-fork@{layout.release_ref()}" in nbtool.bootstrap_source()
 
 
 def test_a_config_without_repository_says_what_to_add(tmp_path, monkeypatch):
     (tmp_path / "_config.yml").write_text("title: x\n")
-    monkeypatch.setattr(nbtool, "ROOT", tmp_path)
+    monkeypatch.setattr(layout, "CONFIG", tmp_path / "_config.yml")
     with pytest.raises(SystemExit, match="repository"):
-        nbtool.repository()
+        layout.repository()
 
 
 def test_instructors_page_covers_every_chapter_and_exercise():

@@ -1,17 +1,17 @@
 """Write the graded editions: every chapter as an otter-grader assignment, autograder included.
 
-    python tools/graded_edition.py                       # every lessons/NN_slug.ipynb into graded/
-    python tools/graded_edition.py --out DIR [--no-run-tests] [lessons/NN_slug.ipynb ...]
+    python -m course graded                       # every lessons/NN_slug.ipynb into graded/
+    python -m course graded --out DIR [--no-run-tests] [lessons/NN_slug.ipynb ...]
 
 For each chapter it writes, under ``graded/NN_slug/``:
 
-- ``student/NN_slug.ipynb``: the notebook to hand out. It is the student edition (tools/student_edition.py,
-  through the launch notebooks' plain-Markdown conversion, tools/launch_notebooks.py), so it reads
+- ``student/NN_slug.ipynb``: the notebook to hand out. It is the student edition (course/student_edition.py,
+  through the launch notebooks' plain-Markdown conversion, course/launch_notebooks.py), so it reads
   exactly like it, plus a short note saying which exercises are graded and what to submit. It needs no
   grading tool to run: learners work in it as in any student edition, on Colab, Binder or their own
   machine, and each exercise's check cell answers them as it always does.
 - ``autograder/NN_slug-autograder.zip``: the autograder, to upload to Gradescope ("Programming
-  Assignment", "Zip file upload"). To grade on your own machine, use ``tools/grade.py`` (``make grade``),
+  Assignment", "Zip file upload"). To grade on your own machine, use ``course/grade.py`` (``make grade``),
   which sandboxes each submission; ``otter run -a ZIP`` still works but runs the scoring inside the
   submission's own kernel, where the submission can change it.
 - ``autograder/NN_slug.ipynb``: the same notebook with the worked solutions in its answer cells (what
@@ -25,7 +25,7 @@ from its file, so a learner's ``checks.check_head = ...`` in the notebook change
 submission's own kernel. The zip's ``run_otter.py``, what Gradescope runs, grades with the judge instead
 (:func:`use_judge`, ``attention_lab/gradescope.py``): the same checks, their scores computed in a process
 where the submission's code never ran, from ``grading_spec.json`` (the exercises, their checks and a seed
-drawn when the zip is written). ``tools/grade.py`` grades a folder of submissions the same way, in a
+drawn when the zip is written). ``course/grade.py`` grades a folder of submissions the same way, in a
 sandbox. The feedback of a failed exercise is the check's own message, which names the mistake.
 Discussion exercises (no stub) are not graded: the note in the student notebook lists them.
 
@@ -41,7 +41,6 @@ its own markup, stops the command with the chapter and the cell named, and nothi
 
 from __future__ import annotations
 
-import argparse
 import ast
 import builtins
 import copy
@@ -58,13 +57,14 @@ from pathlib import Path
 import nbformat
 import yaml
 
-import launch_notebooks
-import notebooks as nbtool
-import student_edition
-
-ROOT = nbtool.ROOT
-LESSONS = nbtool.LESSONS
-OUT = ROOT / "graded"
+from course import student_edition
+from course.book_index import LaunchError, load_book
+from course.layout import GRADED as OUT
+from course.layout import LESSONS, REQUIREMENTS, chapters, release_ref, repository, shown
+from course.myst import parse_blocks
+from course.notebook_file import read_notebook
+from course.solution_code import demonstrations
+from course.tags import SOLUTION, STUB
 GENERATOR = "tools/graded_edition.py"
 POINTS = 1
 PYTHON_VERSION = "3.11"  # the Python the course is built and tested with (torch==2.13.0)
@@ -156,22 +156,22 @@ def _is_exercise(cell) -> bool:
 
 def _lesson_solutions(lesson, name: str) -> list[str]:
     """Per stub of the lesson, in order: its solution code (the solution cells that are not demonstrations)."""
-    demos = launch_notebooks.demonstrations(lesson)
+    demos = demonstrations(lesson)
     solutions = []
     for index, cell in enumerate(lesson.cells):
-        if student_edition.STUB not in cell.metadata.get("tags", []):
+        if STUB not in cell.metadata.get("tags", []):
             continue
         code = []
         for later in range(index + 1, len(lesson.cells)):
             other = lesson.cells[later]
             tags = other.metadata.get("tags", [])
-            if student_edition.STUB in tags:
+            if STUB in tags:
                 break
             if other.cell_type == "markdown" and any(
                     b.kind == "directive" and b.directive.name in ("exercise", "exercise-start")
-                    for b in launch_notebooks.parse_blocks(other.source)):
+                    for b in parse_blocks(other.source)):
                 break
-            if other.cell_type == "code" and student_edition.SOLUTION in tags and later not in demos:
+            if other.cell_type == "code" and SOLUTION in tags and later not in demos:
                 code.append(other.source.strip("\n"))
         if not code:
             raise GradedEditionError(f"{name}: cell {index} (id {cell.get('id')}): the stub has no solution "
@@ -189,7 +189,7 @@ def questions(lesson, student, name: str) -> tuple[list[Question], list[str]]:
     """
     solutions = _lesson_solutions(lesson, name)
     found: list[Question] = []
-    stubs = [i for i, c in enumerate(student.cells) if student_edition.STUB in c.metadata.get("tags", [])]
+    stubs = [i for i, c in enumerate(student.cells) if STUB in c.metadata.get("tags", [])]
     if len(stubs) != len(solutions):
         raise GradedEditionError(f"{name}: {len(stubs)} stubs in the student edition, {len(solutions)} in "
                                  f"the chapter")
@@ -202,7 +202,7 @@ def questions(lesson, student, name: str) -> tuple[list[Question], list[str]]:
         check_cell, checks = None, []
         for later in range(stub + 1, len(student.cells)):
             other = student.cells[later]
-            if _is_exercise(other) or student_edition.STUB in other.metadata.get("tags", []):
+            if _is_exercise(other) or STUB in other.metadata.get("tags", []):
                 break
             if other.cell_type == "code" and (calls := _calls(other.source)):
                 check_cell, checks = later, calls
@@ -251,16 +251,16 @@ def requirements() -> list[str]:
     package from the repository at this release's tag, the same line the notebooks' bootstrap cell installs.
     """
     pins = {}
-    for line in (ROOT / "requirements.txt").read_text(encoding="utf-8").splitlines():
+    for line in REQUIREMENTS.read_text(encoding="utf-8").splitlines():
         m = re.match(r"^([A-Za-z0-9_.-]+)==(\S+)", line.strip())
         if m:
             pins[m.group(1).lower().replace("_", "-")] = m.group(0)
     missing = [name for name in CHAPTER_LIBRARIES if name not in pins]
     if missing:
         raise GradedEditionError(f"requirements.txt pins no version of {', '.join(missing)}")
-    url, _ = nbtool.repository()
+    url, _ = repository()
     return [f"--extra-index-url {TORCH_CPU_INDEX}", *(pins[name] for name in CHAPTER_LIBRARIES),
-            f"attention_lab @ git+{url}@{nbtool.release_ref()}"]
+            f"attention_lab @ git+{url}@{release_ref()}"]
 
 
 def assignment_config(stem: str) -> dict:
@@ -358,7 +358,7 @@ def master_notebook(lesson, stem: str, book, name: str | None = None):
 
 
 # ---------------------------------------------------------------------------------------------------
-# the judge: what tools/grade.py and the Gradescope autograder grade with
+# the judge: what course/grade.py and the Gradescope autograder grade with
 
 RUNNER = '''"""Grades the submission with attention_lab's judge (attention_lab/gradescope.py): the submission runs
 as an unprivileged user and hands out observations; a separate Python process computes the scores."""
@@ -420,13 +420,13 @@ def assign(master, stem: str, out: Path, run_tests: bool = True) -> Edition:
 
 def build(paths: list[Path], out: Path = OUT, *, run_tests: bool = True, book=None, log=print) -> list[Edition]:
     """Check every chapter first, then write each one's graded edition; return what was written."""
-    book = book or launch_notebooks.load_book(extra=paths)
+    book = book or load_book(extra=paths)
     masters, errors = [], []
     for path in paths:
         try:
-            lesson = nbtool.read_notebook(path)
-            masters.append((path.stem, *master_notebook(lesson, path.stem, book, nbtool.shown(path))))
-        except (GradedEditionError, launch_notebooks.LaunchError) as exc:
+            lesson = read_notebook(path)
+            masters.append((path.stem, *master_notebook(lesson, path.stem, book, shown(path))))
+        except (GradedEditionError, LaunchError) as exc:
             errors.append(str(exc))
     if errors:
         raise GradedEditionError("\n".join(errors))
@@ -443,16 +443,17 @@ def build(paths: list[Path], out: Path = OUT, *, run_tests: bool = True, book=No
 
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default=str(OUT), help="output folder (default: graded/)")
+def add_arguments(parser) -> None:
+    parser.add_argument("--out", type=Path, default=OUT, help="output folder (default: graded/)")
     parser.add_argument("--no-run-tests", action="store_true",
                         help="skip grading each chapter's solutions (faster; the autograder is not proven)")
-    parser.add_argument("notebooks", nargs="*", help="default: every lessons/NN_*.ipynb")
-    args = parser.parse_args(argv)
-    paths = nbtool.notebooks(args.notebooks)
+    parser.add_argument("chapters", nargs="*", help="default: every lessons/NN_*.ipynb")
+
+
+def run(args) -> int:
+    paths = chapters(args.chapters)
     if not paths:
-        print(f"no chapters found under {LESSONS}", file=sys.stderr)
+        print(f"no chapters found under {shown(LESSONS)}", file=sys.stderr)
         return 1
     out = Path(args.out)
     try:
@@ -460,17 +461,14 @@ def main(argv: list[str] | None = None) -> int:
     except GradedEditionError as exc:
         print(f"graded edition not written:\n{exc}", file=sys.stderr)
         return 1
-    if not args.notebooks:  # every chapter was built: a folder left by a chapter that is gone goes too
+    if not args.chapters:  # every chapter was built: a folder left by a chapter that is gone goes too
         for folder in sorted(out.glob("[0-9][0-9]_*")):
             if folder.is_dir() and folder.name not in {e.stem for e in editions}:
                 shutil.rmtree(folder)
-                print(f"removed {nbtool.shown(folder)} (no chapter of that name in lessons/)")
+                print(f"removed {shown(folder)} (no chapter of that name in lessons/)")
     for e in editions:
         graded = ", ".join(e.questions)
         other = f"; not graded: {', '.join(e.discussions)}" if e.discussions else ""
-        print(f"wrote {nbtool.shown(e.student)} and {nbtool.shown(e.autograder_zip)} ({graded}{other})")
+        print(f"wrote {shown(e.student)} and {shown(e.autograder_zip)} ({graded}{other})")
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,18 +1,17 @@
 """Release a version of the course: one command bumps the version everywhere.
 
-    python tools/release.py 0.2.0          # or: make release VERSION=0.2.0
-    python tools/release.py 0.2.0 --tag    # also commit and create the annotated tag v0.2.0
+    python -m course release 0.2.0          # or: make release VERSION=0.2.0
+    python -m course release 0.2.0 --tag    # also commit and create the annotated tag v0.2.0
 
 It sets the version in pyproject.toml and attention_lab/__init__.py, turns the changelog's
-"Unreleased" section into the entry `## [0.2.0] - <today>`, then runs `tools/notebooks.py sync`, which
+"Unreleased" section into the entry `## [0.2.0] - <today>`, then runs `python -m course sync`, which
 points every bootstrap cell, the README's launch links and the launch notebooks at the tag `v0.2.0`
-(`notebooks.release_ref()`). Without --tag it prints the git commands that commit and tag; with --tag it
+(`course.layout.release_ref()`). Without --tag it prints the git commands that commit and tag; with --tag it
 runs them itself (on a clean working tree only). Pushing stays yours: the tag publishes the book.
 """
 
 from __future__ import annotations
 
-import argparse
 import datetime
 import hashlib
 import re
@@ -20,10 +19,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-PYPROJECT = ROOT / "pyproject.toml"
-INIT = ROOT / "attention_lab" / "__init__.py"
-CHANGELOG = ROOT / "CHANGELOG.md"
+from course.layout import CHANGELOG, INIT, PYPROJECT, ROOT, shown
 
 VERSION = re.compile(r"\d+\.\d+\.\d+")
 PYPROJECT_VERSION = re.compile(r'^version = "([^"]+)"', re.M)
@@ -47,7 +43,7 @@ def parse(version: str) -> tuple[int, int, int]:
 def read_version(path: Path, pattern: re.Pattern) -> str:
     matches = pattern.findall(path.read_text())
     if len(matches) != 1:
-        raise ReleaseError(f"{path.relative_to(ROOT)}: expected one line matching {pattern.pattern!r}, "
+        raise ReleaseError(f"{shown(path)}: expected one line matching {pattern.pattern!r}, "
                            f"found {len(matches)}")
     return matches[0]
 
@@ -147,12 +143,12 @@ def set_version(path: Path, pattern: re.Pattern, version: str) -> None:
 
 
 def run_sync() -> None:
-    """The one sync of bootstrap cells, README table and launch notebooks: tools/notebooks.py's own entry point."""
-    tool = ROOT / "tools" / "notebooks.py"
+    """The one sync of bootstrap cells, README table and launch notebooks, in a new process that reads the
+    version just written: ``python -m course sync``, then ``check``."""
     for command in ("sync", "check"):
-        done = subprocess.run([sys.executable, str(tool), command], cwd=ROOT, check=False)
+        done = subprocess.run([sys.executable, "-m", "course", command], cwd=ROOT, check=False)
         if done.returncode != 0:
-            raise ReleaseError(f"`python tools/notebooks.py {command}` failed (exit {done.returncode}); the version "
+            raise ReleaseError(f"`python -m course {command}` failed (exit {done.returncode}); the version "
                                "files are already changed: fix the cause and run `make sync`, or undo them with git")
 
 
@@ -193,12 +189,13 @@ def entry_text(changelog: str, version: str) -> str:
     return match.group(1).strip() + "\n" if match else ""
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_arguments(parser) -> None:
     parser.add_argument("version", help="the new version, X.Y.Z, newer than the one in pyproject.toml")
     parser.add_argument("--tag", action="store_true",
                         help="also commit the release and create the annotated tag vX.Y.Z (clean working tree only)")
-    args = parser.parse_args(argv)
+
+
+def run(args) -> int:
     try:
         release(args.version, args.tag)
     except ReleaseError as err:
@@ -209,7 +206,3 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 1
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

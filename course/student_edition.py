@@ -1,6 +1,6 @@
 """Write the student edition: every chapter without its solutions, the exercise stubs shown.
 
-    python tools/student_edition.py [--out student] [lessons/NN_slug.ipynb ...]
+    python -m course student [--out student] [lessons/NN_slug.ipynb ...]
 
 For each `lessons/NN_slug.ipynb` it writes `<out>/NN_slug.ipynb` and `<out>/NN_slug.zip` (holding
 that notebook; the bootstrap cell installs the helper package, so nothing else is needed). In the
@@ -14,7 +14,7 @@ student notebook:
 - outputs and execution counts are cleared and the widget state is dropped;
 - everything else is unchanged.
 
-The files it writes then go through the launch notebooks' conversion (tools/launch_notebooks.py), so a
+The files it writes then go through the launch notebooks' conversion (course/launch_notebooks.py), so a
 student edition reads like the launch notebook a learner opens in Colab, Binder or JupyterLab: plain
 Markdown, no raw MyST, exercises headed "Exercise N.k", each stub followed by its check.
 `make launch` writes both.
@@ -29,7 +29,6 @@ that don't pair up or name another exercise, a code cell inside a solution not t
 
 from __future__ import annotations
 
-import argparse
 import ast
 import copy
 import re
@@ -39,11 +38,12 @@ from pathlib import Path
 
 import nbformat
 
-import notebooks as nbtool
-
-ROOT = nbtool.ROOT
-LESSONS = nbtool.LESSONS
-SOLUTION, STUB, REMOVE = "solution", "exercise-stub", "remove-cell"
+from course import launch_notebooks
+from course.book_index import LaunchError, load_book
+from course.layout import LESSONS, STUDENT, chapters, shown
+from course.notebook_file import read_notebook
+from course.tags import REMOVE_CELL as REMOVE
+from course.tags import SOLUTION, STUB
 
 # an opening fence of a MyST directive, with backticks or colons: ```{name} argument
 _DIRECTIVE = re.compile(r"^\s*(`{3,}|:{3,})\{([\w-]+)\}[ \t]*(.*?)\s*$")
@@ -220,34 +220,30 @@ def write_zip(notebook: Path, archive: Path) -> None:
 def student_notebook(nb: nbformat.NotebookNode, stem: str, name: str = "notebook", book=None):
     """The student edition as learners get it: :func:`make_student_notebook`, then in plain Markdown.
 
-    ``book`` is the index of labels, terms and references (``launch_notebooks.load_book()``, read when
+    ``book`` is the index of labels, terms and references (``load_book()``, read when
     not given). Raises :class:`StudentEditionError` for a broken exercise pattern and
     ``launch_notebooks.LaunchError`` for markup the conversion cannot write.
     """
-    import launch_notebooks
-
     student = make_student_notebook(nb, name=name)
-    return launch_notebooks.plain_notebook(student, stem, book or launch_notebooks.load_book(),
+    return launch_notebooks.plain_notebook(student, stem, book or load_book(),
                                            student=True, name=name)
 
 
 def build(paths: list[Path], out: Path, book=None) -> list[Path]:
     """Check every notebook first, then write each student notebook and its zip; return the notebooks."""
-    import launch_notebooks
-
     editions, errors = [], []
     for path in paths:
         try:
-            nb = nbtool.read_notebook(path)
+            nb = read_notebook(path)
             # the exercise pattern first, for every chapter, before anything is converted or written
-            editions.append((path, make_student_notebook(nb, name=nbtool.shown(path))))
+            editions.append((path, make_student_notebook(nb, name=shown(path))))
         except StudentEditionError as exc:
             errors.append(str(exc))
     if errors:
         raise StudentEditionError("\n".join(errors))
-    book = book or launch_notebooks.load_book(extra=paths)
+    book = book or load_book(extra=paths)
     # in plain Markdown, as student_notebook() makes it (plain_notebook validates what it returns)
-    editions = [(path, launch_notebooks.plain_notebook(student, path.stem, book, student=True, name=nbtool.shown(path)))
+    editions = [(path, launch_notebooks.plain_notebook(student, path.stem, book, student=True, name=shown(path)))
                 for path, student in editions]
     out.mkdir(parents=True, exist_ok=True)
     written = []
@@ -259,27 +255,21 @@ def build(paths: list[Path], out: Path, book=None) -> list[Path]:
     return written
 
 
+def add_arguments(parser) -> None:
+    parser.add_argument("--out", type=Path, default=STUDENT, help="output folder (default: student/)")
+    parser.add_argument("chapters", nargs="*", help="default: every lessons/NN_*.ipynb")
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default=str(ROOT / "student"), help="output folder (default: student/)")
-    parser.add_argument("notebooks", nargs="*", help="default: every lessons/NN_*.ipynb")
-    args = parser.parse_args(argv)
-    paths = nbtool.notebooks(args.notebooks)
+
+def run(args) -> int:
+    paths = chapters(args.chapters)
     if not paths:
-        print(f"no notebooks found under {LESSONS}", file=sys.stderr)
+        print(f"no chapters found under {shown(LESSONS)}", file=sys.stderr)
         return 1
-    from launch_notebooks import LaunchError
-
     try:
         written = build(paths, Path(args.out))
     except (StudentEditionError, LaunchError) as exc:
         print(f"student edition not written:\n{exc}", file=sys.stderr)
         return 1
     for target in written:
-        print(f"wrote {nbtool.shown(target)} and {target.with_suffix('.zip').name}")
+        print(f"wrote {shown(target)} and {target.with_suffix('.zip').name}")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
