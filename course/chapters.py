@@ -22,7 +22,7 @@ import nbformat
 from nbconvert.preprocessors import CoalesceStreamsPreprocessor
 
 from course import launch_notebooks
-from course.layout import LESSONS, chapters, README, ROOT, BOOK, pages_url, release_ref, repository, shown
+from course.layout import chosen_chapters, README, ROOT, BOOK, pages_url, release_ref, repository, shown
 from course.notebook_file import read_notebook
 
 BOOTSTRAP_TAG = "bootstrap"
@@ -224,10 +224,7 @@ def add_arguments(parser) -> None:
 
 def run(args) -> int:
     """``sync``, ``execute`` or ``check`` (``args.command``) over the chapters named, or every chapter."""
-    paths = chapters(args.chapters)
-    if not paths:
-        print(f"no chapters found under {shown(LESSONS)}", file=sys.stderr)
-        return 1
+    paths = chosen_chapters(args.chapters)
     stale = []
     for path in paths:
         if not path.exists():

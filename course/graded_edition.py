@@ -60,7 +60,7 @@ import yaml
 from course import student_edition
 from course.book_index import LaunchError, load_book
 from course.layout import GRADED as OUT
-from course.layout import LESSONS, REQUIREMENTS, chapters, release_ref, repository, shown
+from course.layout import REQUIREMENTS, chosen_chapters, release_ref, repository, shown
 from course.myst import parse_blocks
 from course.notebook_file import read_notebook
 from course.solution_code import demonstrations
@@ -451,10 +451,7 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    paths = chapters(args.chapters)
-    if not paths:
-        print(f"no chapters found under {shown(LESSONS)}", file=sys.stderr)
-        return 1
+    paths = chosen_chapters(args.chapters)
     out = Path(args.out)
     try:
         editions = build(paths, out, run_tests=not args.no_run_tests)

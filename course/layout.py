@@ -47,6 +47,14 @@ def chapters(paths: list[str] | None = None) -> list[Path]:
     return sorted(LESSONS.glob("[0-9][0-9]_*.ipynb"))
 
 
+def chosen_chapters(paths: list[str] | None) -> list[Path]:
+    """:func:`chapters` for a command: stops, saying where it looked, when there is none."""
+    found = chapters(paths)
+    if not found:
+        raise SystemExit(f"no chapters found under {shown(LESSONS)}")
+    return found
+
+
 def _book_config() -> dict:
     try:
         config = yaml.safe_load(CONFIG.read_text(encoding="utf-8"))

@@ -40,7 +40,7 @@ import nbformat
 
 from course import launch_notebooks
 from course.book_index import LaunchError, load_book
-from course.layout import LESSONS, STUDENT, chapters, shown
+from course.layout import STUDENT, chosen_chapters, shown
 from course.notebook_file import read_notebook
 from course.tags import REMOVE_CELL as REMOVE
 from course.tags import SOLUTION, STUB
@@ -261,10 +261,7 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    paths = chapters(args.chapters)
-    if not paths:
-        print(f"no chapters found under {shown(LESSONS)}", file=sys.stderr)
-        return 1
+    paths = chosen_chapters(args.chapters)
     try:
         written = build(paths, Path(args.out))
     except (StudentEditionError, LaunchError) as exc:

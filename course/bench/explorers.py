@@ -20,7 +20,7 @@ frontend: a burst of ``--burst-n`` (default 40) ``comm_msg`` updates to the T sl
 what a dragged slider sends (ipywidgets protocol 2: ``{"method": "update", "state": {"value": v},
 "buffer_paths": []}``), as fast as possible. It counts the PNG updates the kernel sends for the live
 ``Image`` (iopub ``comm_msg`` updates carrying ``value``), checks that the last picture sent is the
-kernel's current picture and is drawn for the last value sent (``ex.weights`` is T x T), and times
+kernel's current picture and is drawn for the last value sent (``ex.matrix`` is T x T), and times
 from the last message sent to the last picture received. It fails (exit 1) only if the final picture
 does not match the final value, or if more pictures were drawn than messages sent; never on timing.
 """
