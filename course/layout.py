@@ -55,7 +55,8 @@ def chosen_chapters(paths: list[str] | None) -> list[Path]:
     return found
 
 
-def _book_config() -> dict:
+def book_config() -> dict:
+    """_config.yml, the book's configuration, as a dict."""
     try:
         config = yaml.safe_load(CONFIG.read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:
@@ -65,7 +66,7 @@ def _book_config() -> dict:
 
 def repository() -> tuple[str, str]:
     """Return (url, branch) from _config.yml, the one place the repository is named."""
-    block = _book_config().get("repository")
+    block = book_config().get("repository")
     if not isinstance(block, dict):
         raise SystemExit("_config.yml has no `repository:` block; add `url:` and `branch:` under it")
     url = str(block.get("url") or "")

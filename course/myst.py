@@ -1,26 +1,29 @@
-"""MyST markdown as the chapters write it: blocks (text, code, directives, labels, maths) and roles.
+"""MyST markdown as the chapters write it, read with myst-parser's own markdown-it parser.
 
-The conversions to plain Markdown (course.plain_markdown), the student editions and the index of the
-book's labels (course.book_index) all read a chapter's markdown through this module.
+:func:`parse_blocks` splits a cell into blocks (text, code, directives, labels, display maths) from the
+parser's tokens; :func:`roles` finds the roles of a text; :func:`raw_myst` lists what MyST markup is left
+in a text. The conversion to plain Markdown (course.plain_markdown), the student editions, the lesson
+records (course.lesson) and the index of the book's labels (course.book_index) all read MyST here, and
+nowhere else.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 
-# ---------------------------------------------------------------------------------------------------
-# MyST syntax: block level
+import yaml
+from markdown_it.renderer import RendererHTML
+from myst_parser.config.main import MdParserConfig
+from myst_parser.parsers.mdit import create_md_parser
+from myst_parser.parsers.options import options_to_items
 
-FENCE = re.compile(r"^(?P<indent>[ \t]{0,3})(?P<fence>`{3,}|~{3,}|:{3,})[ \t]*(?P<info>.*?)[ \t]*$")
-DIRECTIVE = re.compile(r"^\{(?P<name>[A-Za-z][\w:.-]*)\}[ \t]*(?P<arg>.*)$")
-OPTION = re.compile(r"^[ \t]*:(?P<key>[A-Za-z][\w-]*):(?:[ \t]+(?P<value>.*?))?[ \t]*$")
-LABEL = re.compile(r"^[ \t]*\((?P<label>[^()\s][^()]*?)\)=[ \t]*$")
-MATH_FENCE = re.compile(r"^[ \t]*\$\$")
-MATH_LABEL = re.compile(r"\$\$[ \t]*\((?P<label>[^()\s]+)\)[ \t]*$")
+from course.layout import book_config
+
+# Markdown that the conversion writes or reads line by line (headings, figure captions)
 HEADING = re.compile(r"^[ \t]{0,3}(?P<level>#{1,6})[ \t]+(?P<text>.*?)[ \t#]*$")
 CAPTION = re.compile(r"^\*\*(?P<text>[^*]+?)\.?\*\*")
-FOOTNOTE = re.compile(r"\[\^[^\]\s]+\]")
 
 
 @dataclass
@@ -29,6 +32,8 @@ class Directive:
     arg: str
     options: dict[str, str]
     body: list[str]
+    option_lines: list[str] = field(default_factory=list)  # the options as written
+    closed: bool = True  # False when the fence runs to the end of the text
 
 
 @dataclass
@@ -39,93 +44,157 @@ class Block:
     label: str | None = None
 
 
+# ---------------------------------------------------------------------------------------------------
+# the parse: myst-parser's markdown-it parser, with the extensions the book enables in _config.yml
+
+@functools.lru_cache(maxsize=1)
+def markdown_parser():
+    """myst-parser's own markdown-it parser, configured as the book's build configures it."""
+    extensions = set(book_config().get("parse", {}).get("myst_enable_extensions", []))
+    return create_md_parser(MdParserConfig(enable_extensions=extensions), RendererHTML)
+
+
+@functools.lru_cache(maxsize=2048)
+def _parsed(source: str) -> tuple:
+    return tuple(markdown_parser().parse(source))
+
+
+def tokens(source: str) -> tuple:
+    """The markdown-it tokens of a text (read once per text: the conversion asks several times)."""
+    return _parsed(source)
+
+
+def _directive(token, lines: list[str]) -> Directive | None:
+    """A fence whose info is ``{name} argument`` as a directive: its options read as myst-parser reads
+    them (a ``---`` YAML block or ``:key: value`` lines), its body as the source lines that follow."""
+    info = token.info.strip()
+    if not info.startswith("{") or "}" not in info:
+        return None
+    name, arg = info[1 : info.index("}")], info[info.index("}") + 1 :].strip()
+    start, end = token.map
+    inner = lines[start + 1 : end]
+    closed = bool(inner) and _closes(inner[-1], token.markup)
+    if closed:
+        inner = inner[:-1]
+    options: dict[str, str] = {}
+    written: list[str] = []
+    if inner and inner[0].strip() == "---":
+        close = next((n for n in range(1, len(inner)) if inner[n].strip() == "---"), None)
+        if close is not None:
+            loaded = yaml.safe_load("\n".join(inner[1:close])) or {}
+            options = {str(k): "" if v is None else str(v) for k, v in loaded.items()}
+            written, inner = inner[: close + 1], inner[close + 1 :]
+    else:
+        n = 0
+        while n < len(inner) and inner[n].lstrip().startswith(":") and not inner[n].lstrip().startswith("::"):
+            n += 1
+        if n:
+            options = dict(options_to_items("\n".join(line.lstrip()[1:] for line in inner[:n]))[0])
+            written, inner = inner[:n], inner[n:]
+    return Directive(name, arg, options, inner, written, closed)
+
+
 def _closes(line: str, fence: str) -> bool:
     stripped = line.strip()
     return bool(stripped) and set(stripped) == {fence[0]} and len(stripped) >= len(fence)
 
 
+def directives(source: str) -> list[Directive]:
+    """Every directive of a text, the ones inside another's body too, in reading order."""
+    found = []
+    for block in parse_blocks(source):
+        if block.kind == "directive":
+            found += [block.directive, *directives("\n".join(block.directive.body))]
+    return found
+
+
 def parse_blocks(source: str) -> list[Block]:
-    """Split MyST markdown into text runs, code fences, directives, label lines and display math."""
+    """Split MyST markdown into text runs, code fences, directives, label lines and display math, from
+    the top-level tokens of myst-parser's parser; every line not in one of those is text."""
     lines = source.split("\n")
     blocks: list[Block] = []
-    i = 0
+    done = 0
 
-    def text(line: str) -> None:
-        if blocks and blocks[-1].kind == "text":
-            blocks[-1].lines.append(line)
-        else:
-            blocks.append(Block("text", [line]))
+    def text(upto: int) -> None:
+        if upto > done:
+            if blocks and blocks[-1].kind == "text":
+                blocks[-1].lines += lines[done:upto]
+            else:
+                blocks.append(Block("text", lines[done:upto]))
 
-    while i < len(lines):
-        line = lines[i]
-        fence = FENCE.match(line)
-        if fence:
-            marker, info = fence.group("fence"), fence.group("info")
-            directive = DIRECTIVE.match(info)
-            end = i + 1
-            while end < len(lines) and not _closes(lines[end], marker):
-                end += 1
-            inner = lines[i + 1 : end]
-            if directive:
-                options, body = {}, inner
-                if body and body[0].strip() == "---":  # options as a YAML block
-                    close = next((n for n in range(1, len(body)) if body[n].strip() == "---"), None)
-                    if close is not None:
-                        for option in body[1:close]:
-                            key, _, value = option.partition(":")
-                            options[key.strip()] = value.strip()
-                        body = body[close + 1 :]
-                else:
-                    while body and OPTION.match(body[0]):
-                        o = OPTION.match(body[0])
-                        options[o.group("key")] = o.group("value") or ""
-                        body = body[1:]
-                blocks.append(Block("directive", directive=Directive(
-                    directive.group("name"), directive.group("arg").strip(), options, body)))
-                i = end + 1
-                continue
-            if marker[0] != ":":  # a plain code fence: verbatim
-                blocks.append(Block("verbatim", lines[i : end + 1]))
-                i = end + 1
-                continue
-        label = LABEL.match(line)
-        if label:
-            blocks.append(Block("label", label=label.group("label").strip()))
-            i += 1
+    for token in tokens(source):
+        if token.level != 0 or token.map is None:
             continue
-        if MATH_FENCE.match(line):
-            end = i
-            one_line = line.strip().count("$$") >= 2
-            if not one_line:
-                end = i + 1
-                while end < len(lines) and "$$" not in lines[end]:
-                    end += 1
-            math = lines[i : end + 1]
-            m = MATH_LABEL.search(math[-1]) if math else None
-            if m:
-                math[-1] = math[-1][: m.start()] + "$$"
-            blocks.append(Block("math", math, label=m.group("label") if m else None))
-            i = end + 1
+        start, end = token.map
+        block = None
+        if token.type in ("fence", "colon_fence"):
+            directive = _directive(token, lines)
+            if directive is not None:
+                block = Block("directive", directive=directive)
+            elif token.type == "fence":
+                block = Block("verbatim", lines[start:end])
+        elif token.type == "myst_target":
+            block = Block("label", label=token.content.strip())
+        elif token.type in ("math_block", "math_block_label"):
+            math = lines[start:end]
+            label = token.info.strip() if token.type == "math_block_label" else None
+            if label:
+                math[-1] = math[-1][: math[-1].rindex("$$")] + "$$"
+            block = Block("math", math, label=label)
+        if block is None:
             continue
-        text(line)
-        i += 1
+        text(start)
+        blocks.append(block)
+        done = end
+    text(len(lines))
     return blocks
 
 
 # ---------------------------------------------------------------------------------------------------
-# MyST syntax: inline
+# inline: roles
 
-INLINE = re.compile(
-    r"(?P<role>\{(?P<name>[A-Za-z][\w:+.-]*)\}(?P<rt>`+)(?P<content>.+?)(?P=rt)(?!`))"
-    r"|(?P<code>(?P<ct>`+).+?(?P=ct)(?!`))"
-    r"|(?P<math>\$\$.+?\$\$|(?<![\\$\w])\$(?=[^\s$])(?:(?!\n[ \t]*\n).)*?(?<=[^\s\\$])\$(?!\d))",
-    re.S,
-)
+@dataclass
+class Role:
+    name: str
+    content: str  # as written between the backticks
+    start: int  # where ``{name}`` starts in the text
+    end: int
+
+
+def _inline_tokens(source: str):
+    for token in tokens(source):
+        yield from token.children or ()
+
+
+def roles(text: str) -> list[Role]:
+    """The roles of a text, in order, where they stand in it. The parser says which there are (a role
+    inside a code span or maths is none); each is then found in the text, from where the last one ended."""
+    found, pos = [], 0
+    for token in _inline_tokens(text):
+        if token.type != "myst_role":
+            continue
+        name = token.meta["name"]
+        words = r"\s+".join(map(re.escape, token.content.split()))
+        m = re.compile(r"\{" + re.escape(name) + r"\}(?P<ticks>`+)(?P<content>\s*" + words + r"\s*)(?P=ticks)(?!`)"
+                       ).search(text, pos)
+        if m is None:  # not reachable for text the parser read; say so rather than skip a role
+            raise ValueError(f"the role {{{name}}}`{token.content}` cannot be found in its own text")
+        found.append(Role(name, m.group("content"), m.start(), m.end()))
+        pos = m.end()
+    return found
+
+
+def footnotes(text: str) -> list[str]:
+    """The footnote references of a text, ``[^label]``."""
+    return [f"[^{t.meta['label']}]" for t in _inline_tokens(text) if t.type == "footnote_ref"]
+
+
 TITLED = re.compile(r"^(?P<title>.*?)\s*<(?P<target>[^<>]+)>$", re.S)
 DEFINITION = re.compile(r"^:[ \t]+")
 
 
 def split_title(content: str) -> tuple[str | None, str]:
+    """A role's ``title <target>`` as (title, target), or (None, target) without a title."""
     content = " ".join(content.split())
     m = TITLED.match(content)
     if m and m.group("title"):
@@ -146,69 +215,37 @@ def code_span(text: str) -> str:
 
 
 # ---------------------------------------------------------------------------------------------------
-# raw MyST and open solutions: what the tests count and what the generator refuses to write
-
-RAW_LINE_PATTERNS = {
-    "label": re.compile(r"^[ \t]*\([^()\s][^()]*\)=[ \t]*$", re.M),
-    "option": re.compile(r"^[ \t]*:[A-Za-z][\w-]*:(?:[ \t]|$)", re.M),
-    "math label": re.compile(r"\$\$[ \t]*\([^()\s]+\)[ \t]*$", re.M),
-    "definition": re.compile(r"^:[ \t]+\S", re.M),
-    "footnote": FOOTNOTE,
-}
-# a role or a code span, whichever starts first: a role's backticks are its own, a code span's text is code
-_ROLE_OR_CODE = re.compile(
-    r"(?P<role>\{[A-Za-z][\w:+.-]*\}(?P<rt>`+).+?(?P=rt)(?!`))|(?P<code>(?P<ct>`+).+?(?P=ct)(?!`))", re.S)
-
+# raw MyST: what the tests count and what the generator refuses to write
 
 def raw_myst(markdown: str) -> list[tuple[str, str]]:
-    """Every piece of MyST markup in a markdown text, as (kind, text).
+    """Every piece of MyST markup in a markdown text, as (kind, text), from the parser's tokens.
 
-    Kinds: ``directive`` (an opening fence with ``{name}``, backticks or colons), ``role``, ``label`` (a
-    ``(name)=`` line), ``option`` (``:key: value`` lines), ``math label`` (``$$ (name)``), ``definition``
-    (a deflist ``: text`` line) and ``footnote``. Code blocks and code spans are not read: their text is
-    code, not markup. Fences are followed as MyST reads them, so a directive's closing fence is not taken
-    for the opening of a code block.
+    Kinds: ``directive`` (an opening fence with ``{name}``, backticks or colons), ``option`` (its
+    ``:key: value`` lines), ``role``, ``label`` (a ``(name)=`` line), ``math label`` (``$$ (name)``),
+    ``definition`` (a deflist ``: text`` line) and ``footnote``. Code blocks and code spans are code, not
+    markup; a directive's body is read again, as MyST reads it.
     """
     found: list[tuple[str, str]] = []
     lines = markdown.split("\n")
-    open_fences: list[str] = []
-    kept: list[str] = []
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        fence = FENCE.match(line)
-        if fence:
-            marker, info = fence.group("fence"), fence.group("info")
-            if DIRECTIVE.match(info):
-                found.append(("directive", line.strip()))
-                open_fences.append(marker)
-                kept.append("")
-                i += 1
+    for token in tokens(markdown):
+        if token.type in ("fence", "colon_fence") and token.map:
+            directive = _directive(token, lines)
+            if directive is None:
                 continue
-            if not info and open_fences and _closes(line, open_fences[-1]):
-                open_fences.pop()
-                kept.append("")
-                i += 1
-                continue
-            if marker[0] != ":":  # a code block: skip it whole
-                end = i + 1
-                while end < len(lines) and not _closes(lines[end], marker):
-                    end += 1
-                kept.append("")
-                i = end + 1
-                continue
-        kept.append(line)
-        i += 1
-    text, plain, pos = "\n".join(kept), [], 0
-    for m in _ROLE_OR_CODE.finditer(text):
-        if m.group("role"):
-            found.append(("role", " ".join(m.group(0).split())))
-        plain += [text[pos : m.start()], "" if m.group("role") else "code"]
-        pos = m.end()
-    plain.append(text[pos:])
-    text = "".join(plain)
-    for kind, pattern in RAW_LINE_PATTERNS.items():
-        found += [(kind, m.group(0).strip()) for m in pattern.finditer(text)]
+            found.append(("directive", lines[token.map[0]].strip()))
+            found += [("option", line.strip()) for line in directive.option_lines if line.strip().startswith(":")]
+            found += raw_myst("\n".join(directive.body))
+        elif token.type == "myst_target":
+            found.append(("label", f"({token.content})="))
+        elif token.type == "math_block_label":
+            found.append(("math label", f"$$ ({token.info})"))
+        elif token.type == "dd_open":
+            found.append(("definition", lines[token.map[0]].strip() if token.map else ":"))
+        for child in token.children or ():
+            if child.type == "myst_role":
+                found.append(("role", f"{{{child.meta['name']}}}`{' '.join(child.content.split())}`"))
+            elif child.type == "footnote_ref":
+                found.append(("footnote", f"[^{child.meta['label']}]"))
     return found
 
 

@@ -10,8 +10,8 @@ import posixpath
 import re
 
 from course.book_index import Book, LaunchError, Target, chapter_number, cite_id, label_id
-from course.myst import (DEFINITION, FOOTNOTE, HEADING, INLINE, Block, Directive, code_span, link_text,
-                         parse_blocks, split_title)
+from course.myst import (DEFINITION, HEADING, Block, Directive, code_span, footnotes, link_text, parse_blocks,
+                         roles, split_title)
 
 GENERATOR = "course/launch_notebooks.py"
 
@@ -45,16 +45,15 @@ class Converter:
 
     # inline -------------------------------------------------------------------------------------
     def inline(self, text: str) -> str:
-        def replace(m: re.Match) -> str:
-            if m.group("role"):
-                return self.role(m.group("name"), m.group("content"))
-            return m.group(0)
-
-        out = INLINE.sub(replace, text)
-        if FOOTNOTE.search(out):
-            self.fail(f"footnote {FOOTNOTE.search(out).group(0)}: Jupyter and Colab do not render footnotes; "
+        notes = footnotes(text)
+        if notes:
+            self.fail(f"footnote {notes[0]}: Jupyter and Colab do not render footnotes; "
                       "write the note in the text or give it a link")
-        return out
+        out, pos = [], 0
+        for role in roles(text):
+            out += [text[pos : role.start], self.role(role.name, role.content)]
+            pos = role.end
+        return "".join(out) + text[pos:]
 
     def href(self, target: Target) -> str:
         if target.docname == self.docname:

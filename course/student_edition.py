@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import ast
 import copy
-import re
 import sys
 import zipfile
 from pathlib import Path
@@ -41,15 +40,10 @@ import nbformat
 from course import launch_notebooks
 from course.book_index import LaunchError, load_book
 from course.layout import STUDENT, chosen_chapters, shown
+from course.myst import directives, parse_blocks
 from course.notebook_file import read_notebook
 from course.tags import REMOVE_CELL as REMOVE
 from course.tags import SOLUTION, STUB
-
-# an opening fence of a MyST directive, with backticks or colons: ```{name} argument
-_DIRECTIVE = re.compile(r"^\s*(`{3,}|:{3,})\{([\w-]+)\}[ \t]*(.*?)\s*$")
-_OPTION = re.compile(r"^\s*:([\w-]+):\s*(.*?)\s*$")
-_FENCE_END = re.compile(r"^\s*(`{3,}|:{3,})\s*$")
-
 
 class StudentEditionError(ValueError):
     """A chapter does not follow the exercise pattern; the message names the notebook and the cell."""
@@ -59,37 +53,15 @@ def _tags(cell) -> list[str]:
     return list(cell.get("metadata", {}).get("tags", []))
 
 
-def _directives(source: str) -> list[tuple[str, str, dict[str, str]]]:
-    """The directives opened in a markdown cell: (name, argument, options)."""
-    found = []
-    lines = source.splitlines()
-    for n, line in enumerate(lines):
-        m = _DIRECTIVE.match(line)
-        if m:
-            options = {}
-            for following in lines[n + 1 :]:
-                o = _OPTION.match(following)
-                if not o:
-                    break
-                options[o.group(1)] = o.group(2)
-            found.append((m.group(2), m.group(3), options))
-    return found
-
-
 def _only_marker(source: str, name: str) -> bool:
     """True if the cell holds one `name` directive and nothing else (its options and fences aside)."""
-    lines = [line for line in source.splitlines() if line.strip()]
-    if not lines:
+    blocks = [b for b in parse_blocks(source) if b.kind != "text" or "".join(b.lines).strip()]
+    if len(blocks) != 1 or blocks[0].kind != "directive" or blocks[0].directive.name != name:
         return False
-    m = _DIRECTIVE.match(lines[0])
-    if not m or m.group(2) != name:
-        return False
-    rest = lines[1:]
-    while rest and _OPTION.match(rest[0]):
-        rest = rest[1:]
+    d = blocks[0].directive
     if name == "solution":  # a plain solution directive has a body: the cell must end with its fence
-        return bool(rest) and bool(_FENCE_END.match(rest[-1])) and not any(_DIRECTIVE.match(r) for r in rest)
-    return all(_FENCE_END.match(r) for r in rest) and len(rest) <= 1
+        return d.closed and any(line.strip() for line in d.body) and not directives("\n".join(d.body))
+    return not any(line.strip() for line in d.body)
 
 
 def _defined_names(source: str) -> set[str] | None:
@@ -135,7 +107,8 @@ def make_student_notebook(nb: nbformat.NotebookNode, name: str = "notebook") -> 
             stubs.append(i)
 
         if cell.cell_type == "markdown":
-            for directive, argument, options in _directives(cell.source):
+            for d in directives(cell.source):
+                directive, argument, options = d.name, d.arg, d.options
                 if directive in ("exercise-start", "exercise"):
                     exercise_label, exercise_cell, stubs = options.get("label"), i, []
                 elif directive == "solution-start":
