@@ -40,6 +40,7 @@ from attention_lab import judge
 from course import graded_edition, sandbox, student_edition
 from course.book_index import load_book
 from course.layout import LESSONS, ROOT, chapters, shown
+from course.lesson import read_lesson
 from course.notebook_file import read_notebook
 
 CALIBRATION_TIMEOUT = 600.0  # seconds the chapter's own solutions may take
@@ -65,7 +66,7 @@ def _chapter(stem: str):
     path = LESSONS / f"{stem}.ipynb"
     lesson = read_notebook(path)
     student = student_edition.student_notebook(lesson, stem, shown(path), load_book())
-    graded, _ = graded_edition.questions(lesson, student, shown(path))
+    graded, _ = graded_edition.questions(read_lesson(lesson, stem, shown(path)), student)
     return student, graded
 
 

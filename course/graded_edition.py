@@ -60,11 +60,10 @@ import yaml
 from course import student_edition
 from course.book_index import LaunchError, load_book
 from course.layout import GRADED as OUT
+from course.lesson import Lesson, read_lesson
 from course.layout import REQUIREMENTS, chosen_chapters, release_ref, repository, shown
-from course.myst import parse_blocks
 from course.notebook_file import read_notebook
 from course.solution_code import demonstrations
-from course.tags import SOLUTION, STUB
 GENERATOR = "tools/graded_edition.py"
 POINTS = 1
 PYTHON_VERSION = "3.11"  # the Python the course is built and tested with (torch==2.13.0)
@@ -72,8 +71,6 @@ TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 # the packages the chapters import besides the helper package; their pins come from requirements.txt
 CHAPTER_LIBRARIES = ("torch", "matplotlib", "numpy", "pillow", "ipywidgets", "ipykernel")
 
-STUB_NUMBER = re.compile(r"^# Exercise (?P<number>\d+\.\d+):")
-EXERCISE_HEADING = re.compile(r"^#{1,6} (?:<a id=\"[^\"]*\"></a>)*Exercise (?P<number>\d+\.\d+)\b", re.MULTILINE)
 # lines otter would read as its own markup anywhere in a notebook (solutions, ignored lines, seeds,
 # plugins, test configs), and its block cells: a chapter holding one would be changed behind our back
 OTTER_LINE = re.compile(
@@ -150,73 +147,41 @@ def _calls(source: str) -> list[Check]:
     return found
 
 
-def _is_exercise(cell) -> bool:
-    return cell.cell_type == "markdown" and bool(EXERCISE_HEADING.search(cell.source))
-
-
-def _lesson_solutions(lesson, name: str) -> list[str]:
-    """Per stub of the lesson, in order: its solution code (the solution cells that are not demonstrations)."""
-    demos = demonstrations(lesson)
-    solutions = []
-    for index, cell in enumerate(lesson.cells):
-        if STUB not in cell.metadata.get("tags", []):
-            continue
-        code = []
-        for later in range(index + 1, len(lesson.cells)):
-            other = lesson.cells[later]
-            tags = other.metadata.get("tags", [])
-            if STUB in tags:
-                break
-            if other.cell_type == "markdown" and any(
-                    b.kind == "directive" and b.directive.name in ("exercise", "exercise-start")
-                    for b in parse_blocks(other.source)):
-                break
-            if other.cell_type == "code" and SOLUTION in tags and later not in demos:
-                code.append(other.source.strip("\n"))
-        if not code:
-            raise GradedEditionError(f"{name}: cell {index} (id {cell.get('id')}): the stub has no solution "
-                                     f"code after it in its exercise; the autograder could not prove it "
-                                     f"gives a right answer full marks")
-        solutions.append("\n\n\n".join(code))
-    return solutions
-
-
-def questions(lesson, student, name: str) -> tuple[list[Question], list[str]]:
+def questions(lesson: Lesson, student) -> tuple[list[Question], list[str]]:
     """The coding exercises of a chapter as questions, and the names of its other exercises.
 
-    ``student`` is the chapter's student edition in plain Markdown (stubs shown, solutions gone);
-    ``lesson`` the chapter itself, for the solutions.
+    ``lesson`` is the chapter as read once (:func:`course.lesson.read_lesson`): each exercise's stubs,
+    solution cells and check cells. ``student`` is its student edition in plain Markdown, which keeps the
+    chapter's cell ids: a question's stub and check are found there by id.
     """
-    solutions = _lesson_solutions(lesson, name)
+    demos = demonstrations(lesson.nb)
+    at = {cell.get("id"): i for i, cell in enumerate(student.cells)}
     found: list[Question] = []
-    stubs = [i for i, c in enumerate(student.cells) if STUB in c.metadata.get("tags", [])]
-    if len(stubs) != len(solutions):
-        raise GradedEditionError(f"{name}: {len(stubs)} stubs in the student edition, {len(solutions)} in "
-                                 f"the chapter")
-    for stub, solution in zip(stubs, solutions):
-        cell = student.cells[stub]
-        where = f"{name}: student edition cell {stub} (id {cell.get('id')})"
-        m = STUB_NUMBER.match(cell.source)
-        if m is None:
-            raise GradedEditionError(f"{where}: a stub without its '# Exercise N.k: ...' line")
-        check_cell, checks = None, []
-        for later in range(stub + 1, len(student.cells)):
-            other = student.cells[later]
-            if _is_exercise(other) or STUB in other.metadata.get("tags", []):
-                break
-            if other.cell_type == "code" and (calls := _calls(other.source)):
-                check_cell, checks = later, calls
-                break
-        if check_cell is None:
-            raise GradedEditionError(f"{where}: Exercise {m.group('number')} has a stub but no cell calling a "
-                                     f"check from attention_lab.checks after it, so nothing could grade it")
-        found.append(Question(m.group("number"), stub, check_cell, checks, solution))
-    graded = {q.number for q in found}
     discussions = []
-    for cell in student.cells:
-        for m in EXERCISE_HEADING.finditer(cell.source) if cell.cell_type == "markdown" else ():
-            if m.group("number") not in graded:
-                discussions.append(f"Exercise {m.group('number')}")
+    for exercise in lesson.exercises:
+        if not exercise.stubs:
+            discussions += [exercise.name] if exercise.number else []
+            continue
+        ends = exercise.stubs[1:] + [len(lesson.cells)]
+        for stub, end in zip(exercise.stubs, ends):
+            cell = lesson.cells[stub]
+            code = [lesson.cells[i].node.source.strip("\n") for i in exercise.solutions
+                    if stub < i < end and i not in demos]
+            if not code:
+                raise GradedEditionError(f"{lesson.name}: cell {stub} (id {cell.id}): the stub has no solution "
+                                         f"code after it in its exercise; the autograder could not prove it "
+                                         f"gives a right answer full marks")
+            if cell.id not in at:
+                raise GradedEditionError(f"{lesson.name}: cell {stub} (id {cell.id}): the stub is missing from "
+                                         f"the student edition")
+            where = f"{lesson.name}: student edition cell {at[cell.id]} (id {cell.id})"
+            check = next(((i, calls) for i in exercise.checks if stub < i < end
+                          and (calls := _calls(lesson.cells[i].node.source))), None)
+            if check is None or lesson.cells[check[0]].id not in at:
+                raise GradedEditionError(f"{where}: {exercise.name} has a stub but no cell calling a check from "
+                                         f"attention_lab.checks after it, so nothing could grade it")
+            found.append(Question(exercise.number, at[cell.id], at[lesson.cells[check[0]].id], check[1],
+                                  "\n\n\n".join(code)))
     return found, discussions
 
 
@@ -321,7 +286,7 @@ def master_notebook(lesson, stem: str, book, name: str | None = None):
     except student_edition.StudentEditionError as exc:
         raise GradedEditionError(str(exc)) from exc
     _otter_markup(student, f"{name} (student edition)")
-    graded, discussions = questions(lesson, student, name)
+    graded, discussions = questions(read_lesson(lesson, stem, name), student)
     if not graded:
         raise GradedEditionError(f"{name}: no coding exercise (a stub, its solution, its check) to grade")
     for q in graded:  # the solution goes into otter's hands too

@@ -44,7 +44,8 @@ import nbformat
 
 from course.book_index import Book, LaunchError, load_book
 from course.layout import LAUNCH, chapters, shown
-from course.myst import HEADING, Block, parse_blocks, raw_myst_in_notebook
+from course.lesson import read_lesson
+from course.myst import HEADING, Block, raw_myst_in_notebook
 from course.notebook_file import read_notebook
 from course.plain_markdown import Converter, _tidy, details, fenced
 from course.solution_code import _text_outputs, demonstrations, split_solution
@@ -116,6 +117,7 @@ def plain_notebook(nb, stem: str, book: Book, *, student: bool = False, name: st
     """The launch notebook (or, with ``student``, the student edition) of one chapter, as a new notebook."""
     conv = Converter(book, stem, name)
     demos = demonstrations(nb)
+    lesson = read_lesson(nb, stem, conv.name)
     # ("cell", node, None) for a cell as it is; ("text" | "form", piece, label) for part of a solution
     items: list[tuple[str, object, str | None]] = []
     inside, solution_label = False, None
@@ -164,7 +166,7 @@ def plain_notebook(nb, stem: str, book: Book, *, student: bool = False, name: st
             continue
         if REMOVE_CELL in tags:
             continue
-        cell_blocks = parse_blocks(cell.source)
+        cell_blocks = lesson.cells[index].blocks
         segments, after = _segments(cell_blocks, inside)
         directives = {b.directive.name for b in cell_blocks if b.kind == "directive"}
         if SOLUTION in tags and not inside and not directives & {"solution", "solution-start"}:

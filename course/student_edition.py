@@ -40,7 +40,8 @@ import nbformat
 from course import launch_notebooks
 from course.book_index import LaunchError, load_book
 from course.layout import STUDENT, chosen_chapters, shown
-from course.myst import directives, parse_blocks
+from course.lesson import Cell, read_lesson
+from course.myst import directives
 from course.notebook_file import read_notebook
 from course.tags import REMOVE_CELL as REMOVE
 from course.tags import SOLUTION, STUB
@@ -53,9 +54,9 @@ def _tags(cell) -> list[str]:
     return list(cell.get("metadata", {}).get("tags", []))
 
 
-def _only_marker(source: str, name: str) -> bool:
+def _only_marker(cell: Cell, name: str) -> bool:
     """True if the cell holds one `name` directive and nothing else (its options and fences aside)."""
-    blocks = [b for b in parse_blocks(source) if b.kind != "text" or "".join(b.lines).strip()]
+    blocks = [b for b in cell.blocks if b.kind != "text" or "".join(b.lines).strip()]
     if len(blocks) != 1 or blocks[0].kind != "directive" or blocks[0].directive.name != name:
         return False
     d = blocks[0].directive
@@ -79,6 +80,7 @@ def make_student_notebook(nb: nbformat.NotebookNode, name: str = "notebook") -> 
     ``name`` is used in error messages. Raises :class:`StudentEditionError` listing every problem.
     """
     nb = copy.deepcopy(nb)
+    lesson = read_lesson(nb, Path(name).stem, name)
     errors: list[str] = []
 
     def where(i: int) -> str:
@@ -107,7 +109,7 @@ def make_student_notebook(nb: nbformat.NotebookNode, name: str = "notebook") -> 
             stubs.append(i)
 
         if cell.cell_type == "markdown":
-            for d in directives(cell.source):
+            for d in lesson.cells[i].directives:
                 directive, argument, options = d.name, d.arg, d.options
                 if directive in ("exercise-start", "exercise"):
                     exercise_label, exercise_cell, stubs = options.get("label"), i, []
@@ -115,7 +117,7 @@ def make_student_notebook(nb: nbformat.NotebookNode, name: str = "notebook") -> 
                     if open_solution is not None:
                         errors.append(f"{where(i)}: `{{solution-start}}` before the `{{solution-end}}` "
                                       f"of the solution opened at cell {open_solution}")
-                    if SOLUTION not in tags and not _only_marker(cell.source, "solution-start"):
+                    if SOLUTION not in tags and not _only_marker(lesson.cells[i], "solution-start"):
                         errors.append(f"{where(i)}: a `{{solution-start}}` cell must hold only the "
                                       f"directive and its options; put other text in its own cell")
                     if exercise_cell is None:
@@ -128,12 +130,12 @@ def make_student_notebook(nb: nbformat.NotebookNode, name: str = "notebook") -> 
                 elif directive == "solution-end":
                     if open_solution is None:
                         errors.append(f"{where(i)}: `{{solution-end}}` with no `{{solution-start}}` before it")
-                    if SOLUTION not in tags and not _only_marker(cell.source, "solution-end"):
+                    if SOLUTION not in tags and not _only_marker(lesson.cells[i], "solution-end"):
                         errors.append(f"{where(i)}: a `{{solution-end}}` cell must hold only the directive")
                     open_solution = None
                     drop.add(i)
                 elif directive == "solution":
-                    if _only_marker(cell.source, "solution") or SOLUTION in tags:
+                    if _only_marker(lesson.cells[i], "solution") or SOLUTION in tags:
                         drop.add(i)
                     else:
                         errors.append(f"{where(i)}: a `{{solution}}` directive shares its cell with other "

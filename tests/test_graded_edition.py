@@ -9,6 +9,7 @@ marks on the others, and a notebook that redefines every check as `lambda *a, **
 from __future__ import annotations
 
 import ast
+import re
 import json
 import subprocess
 import sys
@@ -53,9 +54,13 @@ def _lesson(stem):
     return nbformat.read(ROOT / "lessons" / f"{stem}.ipynb", as_version=4)
 
 
+# an exercise's heading in a converted notebook, "### <a id="..."></a>Exercise 5.3 (...)"
+EXERCISE_HEADING = re.compile(r"^#{1,6} (?:<a id=\"[^\"]*\"></a>)*Exercise (?P<number>\d+\.\d+)\b", re.MULTILINE)
+
+
 def _exercise_numbers(nb) -> list[str]:
-    return [m.group("number") for c in nb.cells if c.cell_type == "markdown"
-            for m in graded_edition.EXERCISE_HEADING.finditer(c.source)]
+    """The exercise numbers a reader of ``nb`` sees, from its headings (not from the lesson's records)."""
+    return [m.group("number") for c in nb.cells if c.cell_type == "markdown" for m in EXERCISE_HEADING.finditer(c.source)]
 
 
 def _zip_text(path: Path, name: str) -> str:
