@@ -30,8 +30,10 @@ from pathlib import Path
 
 import pytest
 
+from browsing import missing
+
 from course import layout
-from browsing import free_port, missing
+from course.browser import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "book" / "how_to_run.md"
