@@ -44,7 +44,8 @@ LR = {"head": 2e-3, "bigram": 1e-2}
 KINDS = ("head", "bigram", "identity", "residual")
 LOG_EVERY = 100
 # one thread: the weights came out bit-identical with 1 and 2 threads, and on a 2-core machine that
-# is busy with anything else, two threads wait on each other (133 s with 1 thread, 403 s with 2)
+# is busy with anything else, two threads wait on each other (one comparison, not the shipped run: 133 s
+# with 1 thread, 403 s with 2; the shipped run's own time is `wall_time_s` in training_log.json)
 THREADS = 1
 
 
