@@ -2,13 +2,14 @@
 
 Every other module of the course's tools, and the book's Sphinx extensions, take their paths from here:
 an instructor who moves a folder changes one line. The settings are read with the libraries of their
-formats (PyYAML for ``_config.yml``, ``tomllib`` for ``pyproject.toml``), never by pattern matching.
+format (PyYAML for ``_config.yml``, ``ast`` for the version in ``attention_lab/__init__.py``), never by
+pattern matching.
 """
 
 from __future__ import annotations
 
 import re
-import tomllib
+import ast
 from pathlib import Path
 
 import yaml
@@ -76,12 +77,13 @@ def repository() -> tuple[str, str]:
 
 
 def version() -> str:
-    """The course's version, from pyproject.toml: the package, the changelog and every link follow it."""
-    with PYPROJECT.open("rb") as f:
-        found = tomllib.load(f).get("project", {}).get("version")
-    if not isinstance(found, str):
-        raise SystemExit('pyproject.toml has no `version = "X.Y.Z"` under [project]')
-    return found
+    """The course's version, ``attention_lab.__version__``, read from the file without importing the
+    package (which imports torch): pyproject.toml, the changelog and every link follow it."""
+    for node in ast.parse(INIT.read_text(encoding="utf-8")).body:
+        if (isinstance(node, ast.Assign) and [ast.unparse(t) for t in node.targets] == ["__version__"]
+                and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)):
+            return node.value.value
+    raise SystemExit(f'{shown(INIT)} has no `__version__ = "X.Y.Z"` line: add one')
 
 
 def release_ref() -> str:

@@ -3,7 +3,8 @@
     python -m course release 0.2.0          # or: make release VERSION=0.2.0
     python -m course release 0.2.0 --tag    # also commit and create the annotated tag v0.2.0
 
-It sets the version in pyproject.toml and attention_lab/__init__.py, turns the changelog's
+It sets the version where it is written once, ``attention_lab.__version__`` (pyproject.toml reads it
+from there), turns the changelog's
 "Unreleased" section into the entry `## [0.2.0] - <today>`, then runs `python -m course sync`, which
 points every bootstrap cell, the README's launch links and the launch notebooks at the tag `v0.2.0`
 (`course.layout.release_ref()`). Without --tag it prints the git commands that commit and tag; with --tag it
@@ -19,10 +20,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from course.layout import CHANGELOG, INIT, PYPROJECT, ROOT, shown
+from course.layout import CHANGELOG, INIT, ROOT, shown, version as current_version
 
 VERSION = re.compile(r"\d+\.\d+\.\d+")
-PYPROJECT_VERSION = re.compile(r'^version = "([^"]+)"', re.M)
 INIT_VERSION = re.compile(r'^__version__ = "([^"]+)"', re.M)
 UNRELEASED = re.compile(r"^## \[Unreleased\][ \t]*\n", re.M)
 NEXT_ENTRY = re.compile(r"^## \[", re.M)
@@ -110,14 +110,11 @@ def snapshot() -> dict[str, str]:
 def check_preconditions(version: str, tag: bool) -> str:
     """Everything that can refuse the release, checked before any file is written; returns the old version."""
     new = parse(version)
-    current = read_version(PYPROJECT, PYPROJECT_VERSION)
-    package = read_version(INIT, INIT_VERSION)
-    if package != current:
-        raise ReleaseError(f"the versions disagree before the release: pyproject.toml says {current}, "
-                           f"attention_lab/__init__.py says {package}; make them equal first")
+    read_version(INIT, INIT_VERSION)  # one line that the release can rewrite
+    current = current_version()
     top = top_released(CHANGELOG.read_text())
     if top is not None and top[0] != current:
-        raise ReleaseError(f"the versions disagree before the release: pyproject.toml says {current}, "
+        raise ReleaseError(f"the versions disagree before the release: attention_lab/__init__.py says {current}, "
                            f"the newest entry of CHANGELOG.md is {top[0]}")
     if new <= parse(current):
         raise ReleaseError(f"{version} is not newer than the current version {current}; choose a higher one "
@@ -158,10 +155,9 @@ def release(version: str, tag: bool, today: str | None = None) -> list[str]:
     today = today or datetime.date.today().isoformat()
     before = snapshot()
     changelog = release_changelog(CHANGELOG.read_text(), version, today)
-    set_version(PYPROJECT, PYPROJECT_VERSION, version)
     set_version(INIT, INIT_VERSION, version)
     CHANGELOG.write_text(changelog)
-    print(f"version {previous} -> {version} in pyproject.toml and attention_lab/__init__.py; "
+    print(f"version {previous} -> {version} in attention_lab/__init__.py; "
           f"CHANGELOG.md: [{version}] - {today}")
     run_sync()
     after = snapshot()
@@ -190,7 +186,7 @@ def entry_text(changelog: str, version: str) -> str:
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("version", help="the new version, X.Y.Z, newer than the one in pyproject.toml")
+    parser.add_argument("version", help="the new version, X.Y.Z, newer than attention_lab.__version__")
     parser.add_argument("--tag", action="store_true",
                         help="also commit the release and create the annotated tag vX.Y.Z (clean working tree only)")
 

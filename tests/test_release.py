@@ -1,6 +1,7 @@
 """One version everywhere, and `course/release.py` moving all of it to a new tag.
 
-The version is written in pyproject.toml; `attention_lab.__version__`, the changelog's newest entry, the
+The version is written once, as `attention_lab.__version__` (pyproject.toml reads it from there); the
+changelog's newest entry, the
 bootstrap cell of every notebook (`attention_lab @ git+URL@vX.Y.Z`) and the README's Binder and Colab
 links must all name the same release. The last test releases a new version in a temporary clone of this
 checkout (no GitHub here: the tag is local), and installs the package the way a notebook's bootstrap
@@ -17,6 +18,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import tomllib
 import venv
 from pathlib import Path
 
@@ -36,12 +38,17 @@ GIT_IDENTITY = {"GIT_AUTHOR_NAME": "Release Test", "GIT_AUTHOR_EMAIL": "release-
 
 def versions(root: Path) -> dict[str, str | None]:
     """Where the version is written, read as text (so it also works in a clone that is not installed)."""
-    pyproject = re.search(r'^version = "([^"]+)"', (root / "pyproject.toml").read_text(), re.M)
     package = re.search(r'^__version__ = "([^"]+)"', (root / "attention_lab" / "__init__.py").read_text(), re.M)
     top = release.top_released((root / "CHANGELOG.md").read_text())
-    return {"pyproject.toml": pyproject and pyproject.group(1),
-            "attention_lab/__init__.py": package and package.group(1),
+    return {"attention_lab/__init__.py": package and package.group(1),
             "CHANGELOG.md (newest entry)": top and top[0]}
+
+
+def test_the_version_is_written_once():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert "version" not in project["project"] and "version" in project["project"]["dynamic"]
+    assert project["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "attention_lab.__version__"}
+    assert layout.version() == versions(ROOT)["attention_lab/__init__.py"]
 
 
 def bootstrap_refs(root: Path) -> dict[str, list[str]]:
@@ -77,7 +84,7 @@ def test_version_changelog_bootstrap_and_launch_links_agree():
 
     version = layout.version()
     assert layout.release_ref() == f"v{version}"
-    assert attention_lab.__version__ == version, "attention_lab.__version__ differs from pyproject.toml"
+    assert attention_lab.__version__ == version, "the installed attention_lab is not this checkout's"
     assert_everything_names(ROOT, version)
 
 
@@ -169,7 +176,7 @@ def fill_unreleased(repo: Path, lines: str) -> None:
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 def test_release_in_a_clone_moves_everything_to_the_new_tag_and_the_bootstrap_cell_installs_it(tmp_path):
     repo = clone_of_this_checkout(tmp_path / "clone")
-    old = versions(repo)["pyproject.toml"]
+    old = versions(repo)["attention_lab/__init__.py"]
     major, minor, _ = release.parse(old)
     new = f"{major}.{minor + 1}.0"
     ref = f"v{new}"
@@ -275,4 +282,4 @@ def test_the_instructors_first_commands_reach_the_release_from_a_clone_without_t
             again = subprocess.run(command.split(), cwd=repo, capture_output=True, text=True, timeout=120)
             assert f"{ref}: already here" in again.stdout, "a second run must leave the tags as they are"
     assert git(repo, "rev-parse", "HEAD") == released
-    assert versions(repo)["pyproject.toml"] == layout.version()
+    assert versions(repo)["attention_lab/__init__.py"] == layout.version()
