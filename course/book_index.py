@@ -11,6 +11,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from docutils.nodes import make_id
 from course.layout import BOOK, LESSONS, ROOT, chapters, pages_url, release_ref, repository
 from course.myst import CAPTION, HEADING, Block, parse_blocks
 from course.notebook_file import read_notebook
@@ -23,15 +24,12 @@ class LaunchError(ValueError):
 # ---------------------------------------------------------------------------------------------------
 # ids, as Sphinx writes them into the hosted pages
 
-def label_id(label: str) -> str:
-    """The HTML id docutils gives a label: lower case, runs of other characters as one hyphen."""
-    text = unicodedata.normalize("NFKD", label).encode("ascii", "ignore").decode("ascii").lower()
-    text = re.sub(r"[^a-z0-9]+", "-", " ".join(text.split()))
-    return re.sub(r"^[-0-9]+|-+$", "", text)
+label_id = make_id  # the HTML id docutils gives a label: lower case, runs of other characters as one hyphen
 
 
 def term_id(term: str) -> str:
-    """The HTML id Sphinx gives a glossary term: ``term-`` and the term, case and dots kept."""
+    """The HTML id Sphinx gives a glossary term: ``term-`` and the term, case and dots kept (the rule of
+    ``sphinx.util.nodes._make_id``, which is private, so it is written out here)."""
     text = unicodedata.normalize("NFKD", f"term-{term}").encode("ascii", "ignore").decode("ascii")
     text = re.sub(r"[^a-zA-Z0-9._]+", "-", " ".join(text.split()))
     return re.sub(r"^[-0-9._]+|-+$", "", text)
