@@ -64,7 +64,7 @@ from course.lesson import Lesson, read_lesson
 from course.layout import REQUIREMENTS, chosen_chapters, release_ref, repository, shown
 from course.notebook_file import read_notebook
 from course.solution_code import demonstrations
-GENERATOR = "tools/graded_edition.py"
+GENERATOR = "course/graded_edition.py"
 POINTS = 1
 PYTHON_VERSION = "3.11"  # the Python the course is built and tested with (torch==2.13.0)
 TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"

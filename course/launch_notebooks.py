@@ -52,7 +52,7 @@ from course.solution_code import _text_outputs, demonstrations, split_solution
 from course.tags import BOOK_TAGS, BOOTSTRAP, CHECK_CALL, HIDE_CELL, HIDE_INPUT, HIDE_OUTPUT, REMOVE_CELL, \
     REMOVE_INPUT, REMOVE_OUTPUT, SOLUTION, STUB
 
-GENERATOR = "tools/launch_notebooks.py"  # the name stored in notebooks/: changed in a commit of its own
+GENERATOR = "course/launch_notebooks.py"  # named in each launch notebook's metadata
 BOOTSTRAP_TITLE = "#@title Set-up: install the helper package attention_lab where it is missing (as on Colab)"
 HIDDEN_TITLE = "#@title Set-up code (the book does not show it)"
 STUB_LINE = "# Exercise {number}: write your answer here, run this cell, then the check below"

@@ -13,7 +13,7 @@ from course.book_index import Book, LaunchError, Target, chapter_number, cite_id
 from course.myst import (DEFINITION, HEADING, Block, Directive, code_span, footnotes, link_text, parse_blocks,
                          roles, split_title)
 
-GENERATOR = "course/launch_notebooks.py"
+GENERATOR = "course/plain_markdown.py"  # where a new role or directive gets its plain-Markdown form
 
 # ---------------------------------------------------------------------------------------------------
 # the conversion of one chapter's markdown
