@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from course.cli import COMMANDS
+
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = sorted((ROOT / "course").rglob("*.py")) + sorted((ROOT / "book" / "_ext").glob("*.py"))
 LOADS_BY_PATH = {"spec_from_file_location", "run_path", "exec_module", "load_source", "exec"}
@@ -101,3 +103,23 @@ def test_only_layout_computes_the_repository_root():
             continue
         assert "__file__" not in path.read_text(encoding="utf-8"), \
             f"{path.relative_to(ROOT)} finds its way from __file__: take the path from course.layout"
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_every_command_parses_its_help(command, capsys):
+    """`python -m course COMMAND --help`: the command's module imports and declares its options."""
+    from course import cli
+
+    with pytest.raises(SystemExit) as done:
+        cli.main([command, "--help"])
+    assert done.value.code == 0
+    assert f"python -m course {command}" in capsys.readouterr().out
+
+
+def test_an_unknown_command_is_refused_with_the_list(capsys):
+    from course import cli
+
+    with pytest.raises(SystemExit) as done:
+        cli.main(["lanch"])
+    assert done.value.code == 2
+    assert "invalid choice: 'lanch'" in capsys.readouterr().err
