@@ -29,7 +29,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from course import grade
+from course import grade, graded_edition
 from course import sandbox
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -483,7 +483,6 @@ def test_refuses_without_a_sandbox_unless_told(tmp_path):
 @pytest.mark.parametrize("kind, expected", [("right", 1), ("rewrites-results", 0)])
 def test_gradescope_runner(tmp_path, kind, expected):
     """The zip's runner, on an /autograder layout in tmp_path: the judge's score, whatever the notebook does."""
-    import graded_edition
 
     root = tmp_path / "autograder"
     (root / "source").mkdir(parents=True)
@@ -534,8 +533,6 @@ def test_gradescope_runner(tmp_path, kind, expected):
 def test_the_zip_runs_the_judge(tmp_path):
     """graded_edition.use_judge: otter's runner replaced by attention_lab.gradescope, otter's tests kept."""
     import zipfile
-
-    import graded_edition
 
     path = tmp_path / "autograder.zip"
     with zipfile.ZipFile(path, "w") as zf:
