@@ -19,7 +19,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-import notebooks as nbtool
+from course import layout
 from attention_lab import checks
 from attention_lab.reference import ReferenceHead
 
@@ -1321,7 +1321,7 @@ def test_importing_checks_prints_nothing():
 def test_chapters_call_checks_as_statements_whose_none_prints_nothing():
     """Learner mode returns None because each chapter's check call is its cell's last line."""
     calls = 0
-    for path in nbtool.notebooks():
+    for path in layout.chapters():
         for cell in json.loads(path.read_text())["cells"]:
             source = "".join(cell["source"])
             if cell["cell_type"] == "code" and re.search(r"^checks\.check_\w+\(", source, re.MULTILINE):
