@@ -1,6 +1,6 @@
 """Verdicts on recorded observations: the graded checks, judged where the submission's code never ran.
 
-Used by ``tools/grade.py`` (and the Gradescope autograder it writes). Grading a submission takes two
+Used by ``course/grade.py`` (``make grade``) (and the Gradescope autograder it writes). Grading a submission takes two
 processes:
 
 1. :mod:`attention_lab.observe`, in a sandbox, runs the submitted notebook and then every graded check

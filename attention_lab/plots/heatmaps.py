@@ -24,7 +24,7 @@ SCALE = 2  # picture pixels per CSS pixel
 CELL_PX = 9.0  # numbers in the cells, CSS px
 TICK_PX = 9.0  # tick labels (positions or characters), CSS px
 # the colour maps as 256 entries each, the one table the hosted book's page reads too
-# (tools/colour_maps.py writes it from matplotlib's viridis and RdBu_r)
+# (python -m course colour-maps writes it from matplotlib's viridis and RdBu_r)
 COLOUR_MAPS = json.loads(files("attention_lab").joinpath("data", "colour_maps.json").read_text())
 MASKED = COLOUR_MAPS["masked"]  # a score of -inf: no colour on the diverging scale means "masked"
 

@@ -10,7 +10,7 @@
  *
  * Every cell of a heatmap opens: click, tap or focus it (arrow keys move) and the trace panel says
  * how that number was made (attention.js's trace). After every paint the root's data-paints
- * counts up and it dispatches "explorer:painted" (tools/bench_pages.py and the tests wait on it).
+ * counts up and it dispatches "explorer:painted" (course/bench/pages.py and the tests wait on it).
  * root.attentionExplorer gives tests the numbers: values(), set(name, value), weights(), alt(),
  * message(), open(i, j) and the trace shown.
  */
