@@ -399,10 +399,10 @@ def ch5_longer(head, C):
     except RuntimeError:
         right = "b"
     return choice_question(
-        "ch5-longer", "5.2", f"And one position more than block_size: what does head(x) do for x of shape "
-                             f"(1, {bs + 1}, {C})?",
+        "ch5-longer", "5.2", f"What does head(x) do for x of shape (1, {bs + 1}, {C}), one position more "
+                             "than block_size?",
         {"a": f"It runs: the slice tril[:{bs + 1}, :{bs + 1}] makes the mask {bs + 1} × {bs + 1}.",
-         "b": f"It raises an error: tril[:{bs + 1}, :{bs + 1}] of a {bs} × {bs} buffer is still {bs} × {bs}, "
+         "b": f"It raises an error: tril[:{bs + 1}, :{bs + 1}] of the {bs} × {bs} buffer is still {bs} × {bs}, "
               f"which cannot mask {bs + 1} × {bs + 1} scores.",
          "c": "It runs, and the last position sees every position: the mask stops short of it."},
         right,

@@ -54,7 +54,7 @@ def test_each_chapter_asks_two_to_four_questions_each_followed_by_its_kernel_che
     assert 2 <= len(found) <= 4, f"{stem}: {len(found)} questions"
     for i, cell, config, shown in found:
         assert config["number"].startswith(f"{int(stem[:2])}.")
-        assert "remove-input" in cell["metadata"].get("tags", [])
+        assert not cell["metadata"].get("tags")  # shown in a kernel; the book hides its code itself
         after = nb["cells"][i + 1]
         assert "question-check" in after["metadata"].get("tags", [])
         assert "answer = None" in "".join(after["source"])
@@ -181,3 +181,15 @@ def test_no_output_above_or_in_a_question_prints_its_answer(stem):
                         for c in nb["cells"][: i + 1] for o in c.get("outputs", []))
         assert not [p for p in printed if p in above], (config["question"], printed)
         assert not re.search(r"\d\.\d", shown.split("digest")[0].split(")", 1)[1])
+
+
+def test_the_instructors_page_lists_every_question_with_its_number():
+    page = (ROOT / "book" / "instructors.md").read_text()
+    table = page.split("## Questions answered in the page", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in table.splitlines() if line.startswith("| ") and "`ch" in line]
+    listed = {re.search(r"`(ch\d-[\w-]+)`", row).group(1): row for row in rows}
+    asked = {config["question"]: config for _, config in all_questions()}
+    assert set(listed) == set(asked)
+    for qid, config in asked.items():
+        assert f"| {config['number']} `{qid}` |" in listed[qid]
+        assert listed[qid].startswith(f"| {config['number'].split('.')[0]} |")

@@ -69,6 +69,7 @@ def to_page(nb: dict, colours: dict) -> int:
                 continue
             if "question" in config:
                 out["data"]["text/html"] = page_questions.question_html(config)
+                page_questions.hide_source(cell)
                 swapped += 1
                 continue
             view = out.get("data", {}).pop(WIDGET_VIEW, None)

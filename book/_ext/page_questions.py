@@ -2,8 +2,8 @@
 
 A question cell (``attention_lab.questions.ask``) stores its answers in its output's metadata under the
 explorers' key, ``attention_lab_page``, with ``"question"`` where an explorer's config has ``"explorer"``.
-``page_explorers.to_page`` swaps that output for :func:`question_html` when Sphinx reads the chapter, and
-calls :func:`drop_kernel_checks`, which removes the cells tagged ``question-check`` (the kernel's
+``page_explorers.to_page`` swaps that output for :func:`question_html` when Sphinx reads the chapter,
+hides the cell's code (:func:`hide_source`), and calls :func:`drop_kernel_checks`, which removes the cells tagged ``question-check`` (the kernel's
 ``answer = None`` and ``questions.check(...)``: the page answers instead). ``engine/questions.js``
 builds the form from the JSON and matches the reader's answer against it; this extension adds it, and
 its stylesheet, to the pages that hold a question. The answers are in the page's source, never in its
@@ -28,6 +28,14 @@ def question_html(config: dict) -> str:
             f'<script type="application/json" class="question-config">{data}</script>'
             '<noscript><p class="question-message">This question checks your answer in your browser: turn '
             "JavaScript on to use it, or run the chapter's notebook.</p></noscript></div>")
+
+
+def hide_source(cell: dict) -> None:
+    """Tag the question's cell ``remove-input``: the page shows the question, not the ``ask`` call (the
+    launch notebooks show it, and the digest it prints)."""
+    tags = cell.setdefault("metadata", {}).setdefault("tags", [])
+    if "remove-input" not in tags:
+        tags.append("remove-input")
 
 
 def drop_kernel_checks(nb: dict) -> int:

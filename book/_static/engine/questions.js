@@ -73,7 +73,9 @@
       read = () => input.value;
     } else {
       const set = el("fieldset", { "aria-describedby": id + "-note" });
-      set.append(el("legend", {}, `${title}. ${config.prompt}`));
+      const legend = el("legend", {}, `${title}. `);
+      legend.append(el("span", { class: "question-prompt" }, config.prompt));
+      set.append(legend);
       for (const o of config.options) {
         const option = el("label", { class: "question-option" });
         const radio = el("input", { type: "radio", name: id, value: o.key });
