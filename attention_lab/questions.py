@@ -82,6 +82,44 @@ def choice_question(qid, number, prompt, options, right, why, mistakes):
             "options": [{"key": c, "label": label} for c, label in options.items()], "answers": answers}
 
 
+def cells_question(qid, number, prompt, size, right, why, mistakes):
+    """A question answered by marking cells of a ``size`` × ``size`` grid (row = query, column = key):
+    ``right`` and each ``(cells, message)`` of ``mistakes`` are sets of (row, column) pairs."""
+    def listed(cells):
+        return sorted([int(i), int(j)] for i, j in cells)
+    answers = [{"cells": listed(right), "right": True, "say": "✓ Right: " + why}]
+    for cells, say in mistakes:
+        if listed(cells) == answers[0]["cells"]:
+            raise ValueError(f"{qid}: the mistake {say!r} marks the right cells")
+        same = [a for a in answers[1:] if a["cells"] == listed(cells)]
+        if same:
+            same[0]["say"] += " Or: " + say
+        else:
+            answers.append({"cells": listed(cells), "right": False, "say": "✗ " + say})
+    return {"question": qid, "number": number, "kind": "cells", "prompt": prompt, "size": size,
+            "answers": answers,
+            "none": "✗ No mistake this question knows of marks those cells. Think row by row: which rows does "
+                    "the change reach, and which cells of each row?"}
+
+
+def read_cells(answer, size):
+    """The learner's marked cells as a sorted list of [row, column], or a str saying what to write."""
+    if isinstance(answer, torch.Tensor) or hasattr(answer, "shape"):
+        grid = torch.as_tensor(answer)
+        if tuple(grid.shape) != (size, size):
+            return f"answer is a grid of shape {tuple(grid.shape)}; mark the cells of a ({size}, {size}) grid"
+        return sorted([int(i), int(j)] for i, j in (grid != 0).nonzero().tolist())
+    try:
+        pairs = [tuple(p) for p in answer]
+    except TypeError:
+        return (f"answer should list the cells you mark as (row, column) pairs, such as [(0, 1), (2, 3)]; "
+                f"got {answer!r}, of type {type(answer).__name__}")
+    bad = [p for p in pairs if len(p) != 2 or not all(isinstance(n, int) and 0 <= n < size for n in p)]
+    if bad:
+        return f"{bad[0]!r} is not a cell: give (row, column) pairs of whole numbers from 0 to {size - 1}"
+    return sorted({(i, j) for i, j in pairs})
+
+
 def digest(config: dict) -> str:
     """Eight hex digits that change when any stored answer, its message or the question does; numbers
     enter at 4 significant digits, which no CPU's rounding changes."""
@@ -151,10 +189,20 @@ def check(qid: str, answer) -> Verdict:
                              f"(questions.ask({qid!r}, ...)) first{known}")
     c = _asked[qid]
     if answer is None:
-        how = "a number, e.g. answer = 0.25" if c["kind"] == "number" else \
-              "the letter of your choice, e.g. answer = \"b\""
+        how = {"number": "a number, e.g. answer = 0.25",
+               "choice": "the letter of your choice, e.g. answer = \"b\"",
+               "cells": "the (row, column) cells you mark, e.g. answer = [(0, 1), (2, 3)]"}[c["kind"]]
         return Verdict(None, f"Question {c['number']}: put your prediction in `answer` ({how}), then run "
                              "this cell again.")
+    if c["kind"] == "cells":
+        cells = read_cells(answer, c["size"])
+        if isinstance(cells, str):
+            return Verdict(False, cells)
+        cells = [list(p) for p in cells]
+        if not cells:
+            return Verdict(False, "you marked no cell: list the cells you mark, such as [(0, 1), (2, 3)]")
+        found = next((a for a in c["answers"] if a["cells"] == cells), None)
+        return Verdict(False, c["none"]) if found is None else Verdict(found["right"], found["say"])
     if c["kind"] == "choice":
         keys = [o["key"] for o in c["options"]]
         if not isinstance(answer, str):
@@ -343,6 +391,29 @@ def ch4_row_one(q, k, tril, b=0, i=1, j=0):
         {"abs": 0.01})
 
 
+@question("ch4-unmasked")
+def ch4_unmasked(q, k, tril, T=4):
+    s = q[0, :T] @ k[0, :T].T / math.sqrt(q.shape[-1])  # (T, T): the first T positions' scores
+    future = tril[:T, :T] == 0
+    masked = F.softmax(s.masked_fill(future, float("-inf")), dim=-1)
+    open_ = F.softmax(s, dim=-1)  # the mask switched off
+    changed = {(i, j) for i, j in (masked - open_).abs().gt(1e-6).nonzero().tolist()}
+    every = {(i, j) for i in range(T) for j in range(T)}
+    ahead = {(i, j) for i in range(T) for j in range(T) if j > i}
+    return cells_question(
+        "ch4-unmasked", "4.2", f"the weights that change when the mask is switched off, for the first "
+                               f"T = {T} positions", T, changed,
+        f"each row's softmax divides by the sum over the keys it sees. Switch the mask off and the future "
+        f"keys join that sum, so in rows 0 to {T - 2} every weight changes, the past ones shrinking; row "
+        f"{T - 1} already saw all {T} keys and stays as it was.",
+        [(ahead, "the future cells gain weight, but then each row's sum grows, so the weights of its past "
+                 "keys shrink too: every cell of a row the mask reached changes."),
+         (every, f"the last row, {T - 1}, sees every key already: the mask hides nothing there, so switching it "
+                 "off changes none of its weights."),
+         (ahead | {(i, i) for i in range(T)}, "the diagonal is not masked: a position sees itself. Besides, "
+                                             "a row's past weights change too, since the row's sum grows.")])
+
+
 @question("ch4-all-masked")
 def ch4_all_masked(row):
     hidden = torch.ones(len(row), dtype=torch.bool)
@@ -351,7 +422,7 @@ def ch4_all_masked(row):
     n = len(row)
     right = "c" if torch.isnan(got).all() else ("b" if torch.allclose(got, finite) else "a")
     return choice_question(
-        "ch4-all-masked", "4.2", f"A row of {n} scores in which every key is masked with -inf: what does the "
+        "ch4-all-masked", "4.3", f"A row of {n} scores in which every key is masked with -inf: what does the "
                                  "softmax give?",
         {"a": f"{n} zeros: no key is allowed, so no key gets weight.",
          "b": f"1/{n} on every key: the masked entries are all equal, and equal scores share the weight evenly.",

@@ -100,7 +100,7 @@ def test_the_stored_answers_are_what_the_chapters_code_computes(stem):
             if "value" in a:
                 assert a["value"] == pytest.approx(b["value"], rel=1e-5, abs=1e-9), qid
             else:
-                assert (a["choice"], a["right"]) == (b["choice"], b["right"]), qid
+                assert (a.get("choice"), a.get("cells"), a["right"]) == (b.get("choice"), b.get("cells"), b["right"])
 
 
 @pytest.mark.parametrize("stem, config", all_questions(), ids=lambda v: v if isinstance(v, str) else v["question"])
@@ -110,7 +110,9 @@ def test_check_names_every_stored_answer_and_says_when_none_matches(stem, config
     rights = [a for a in config["answers"] if a["right"]]
     assert len(rights) == 1 and len(config["answers"]) >= 3
     for a in config["answers"]:
-        verdict = questions.check(qid, a["value"] if "value" in a else a["choice"].upper())
+        given = (a["value"] if "value" in a else a["choice"].upper() if "choice" in a else
+                 [tuple(c) for c in reversed(a["cells"])])
+        verdict = questions.check(qid, given)
         assert (verdict.right, verdict.message) == (a["right"], a["say"])
         assert a["say"].startswith("✓ Right: " if a["right"] else "✗ ")
     if config["kind"] == "number":
@@ -126,6 +128,19 @@ def test_check_names_every_stored_answer_and_says_when_none_matches(stem, config
         assert "one number" in questions.check(qid, [1.0]).message
         assert "finite" in questions.check(qid, float("nan")).message
         assert "one number" in questions.check(qid, True).message
+    elif config["kind"] == "cells":
+        n = config["size"]
+        grid = torch.zeros(n, n, dtype=torch.bool)
+        for i, j in rights[0]["cells"]:
+            grid[i, j] = True
+        assert questions.check(qid, grid).right is True  # a boolean grid works too
+        assert [[0, 0]] not in [a["cells"] for a in config["answers"]]
+        assert questions.check(qid, [(0, 0), (0, 0)]).message == config["none"]  # a cell marked twice is one
+        assert "shape (2, 2)" in questions.check(qid, torch.ones(2, 2)).message
+        assert f"from 0 to {n - 1}" in questions.check(qid, [(0, n)]).message
+        assert "is not a cell" in questions.check(qid, [(0, 1, 2)]).message
+        assert "(row, column) pairs" in questions.check(qid, 3).message
+        assert "no cell" in questions.check(qid, []).message
     else:
         keys = [o["key"] for o in config["options"]]
         assert sorted(a["choice"] for a in config["answers"]) == keys

@@ -45,6 +45,11 @@ def entries(config):
     """(what the reader enters, the verdict, the message) for every stored answer, one matching none, bad input."""
     if config["kind"] == "choice":
         return [(a["choice"], "right" if a["right"] else "mistake", a["say"]) for a in config["answers"]]
+    if config["kind"] == "cells":
+        rows = [(a["cells"], "right" if a["right"] else "mistake", a["say"]) for a in config["answers"]]
+        known = [a["cells"] for a in config["answers"]]
+        odd = next([[0, j]] for j in range(config["size"]) if [[0, j]] not in known)
+        return rows + [(odd, "none", config["none"]), ([], "bad", "Mark at least one cell first.")]
     rows = [(repr(a["value"]), "right" if a["right"] else "mistake", a["say"]) for a in config["answers"]]
     none = max(abs(a["value"]) for a in config["answers"]) * 3 + 7.5
     rows.append((repr(none), "none", config["none"]))
@@ -99,6 +104,9 @@ def test_each_stored_answer_gets_its_message_by_mouse(page, config):
     for entry, verdict, say in entries(config):
         if config["kind"] == "number":
             page.fill(f"{sel} input[type=text]", entry)
+        elif config["kind"] == "cells":
+            for i, j in to_toggle(page, sel, entry):
+                page.click(f"{sel} .question-cell[data-i='{i}'][data-j='{j}']")
         else:
             page.click(f"{sel} input[value='{entry}']")
         page.click(f"{sel} .question-check")
@@ -107,6 +115,13 @@ def test_each_stored_answer_gets_its_message_by_mouse(page, config):
             questions._asked[qid] = config
             kernel = questions.check(qid, float(entry) if config["kind"] == "number" else entry)
             assert kernel.message == say
+
+
+def to_toggle(p, sel, cells):
+    """The grid's cells whose state differs from ``cells`` (the ones to press), in reading order."""
+    on = p.evaluate(f"Array.from(document.querySelectorAll(\"{sel} .question-cell[aria-pressed='true']\"),"
+                    " b => [Number(b.dataset.i), Number(b.dataset.j)])")
+    return sorted({tuple(c) for c in on} ^ {tuple(c) for c in cells})
 
 
 def test_fractions_commas_and_an_empty_box(page):
@@ -152,7 +167,7 @@ def test_every_question_by_keyboard_alone_on_a_phone(request):
         p = load(context)
         assert p.evaluate("document.documentElement.scrollWidth") <= 390
         for box in p.query_selector_all(".attention-question .question-check, .attention-question input[type=text], "
-                                        ".attention-question .question-option"):
+                                        ".attention-question .question-option, .attention-question .question-cell"):
             size = box.bounding_box()
             assert size["height"] >= 43.9 and size["width"] >= 43.9
         assert p.get_attribute(".attention-question input[type=text]", "inputmode") == "decimal"
@@ -166,6 +181,17 @@ def test_every_question_by_keyboard_alone_on_a_phone(request):
                     assert p.evaluate("document.activeElement.type") == "text"
                     p.keyboard.press("Control+A")
                     p.keyboard.type(entry)
+                    p.keyboard.press("Enter")
+                elif config["kind"] == "cells":  # Tab from cell to cell, Space where the state must change
+                    flip = set(to_toggle(p, sel, entry))
+                    for i in range(config["size"]):
+                        for j in range(config["size"]):
+                            assert p.evaluate("[document.activeElement.dataset.i, document.activeElement.dataset.j]"
+                                              ".map(Number)") == [i, j]
+                            if (i, j) in flip:
+                                p.keyboard.press("Space")
+                            p.keyboard.press("Tab")
+                    assert p.evaluate("document.activeElement.className") == "question-check"
                     p.keyboard.press("Enter")
                 else:
                     assert p.evaluate("document.activeElement.type") == "radio"
@@ -217,11 +243,15 @@ def test_screenshots_of_a_number_and_a_choice(browser, book_url, width, scheme):
     from browsing import open_page
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     for path, qid, entry in [("lessons/04_masking_the_future.html", "ch4-row-one", "0.2086"),
+                             ("lessons/04_masking_the_future.html", "ch4-unmasked", [[0, 1], [1, 2], [2, 3]]),
                              ("lessons/05_one_head.html", "ch5-longer", "b")]:
         context, v = open_page(browser, book_url + path, width, scheme)
         try:
             sel = f".attention-question[data-question='{qid}']"
-            if entry.isalpha():
+            if isinstance(entry, list):
+                for i, j in entry:
+                    v.page.click(f"{sel} .question-cell[data-i='{i}'][data-j='{j}']")
+            elif entry.isalpha():
                 v.page.click(f"{sel} input[value='{entry}']")
             else:
                 v.page.fill(f"{sel} input[type=text]", entry)

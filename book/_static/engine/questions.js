@@ -2,7 +2,7 @@
 //
 // Each <div class="attention-question"> holds its question as JSON (book/_ext/page_questions.py writes
 // it from the chapter's output metadata; attention_lab/questions.py computed it from the chapter's own
-// tensors): the kind ("number" or "choice"), the right answer and the answer each listed mistake gives,
+// tensors): the kind ("number", "choice" or "cells" of a grid to mark), the right answer and the answer each listed mistake gives,
 // each with its message, and for numbers the tolerance. This module builds a small form, matches what
 // the reader enters against those answers exactly as questions.check() does in a kernel, and shows the
 // message in a live region, so a screen reader announces it. Nothing is sent anywhere.
@@ -29,6 +29,13 @@
 
   // the reader's entry -> {verdict: "right" | "mistake" | "none" | "bad", say}
   function judge(config, entry) {
+    if (config.kind === "cells") {
+      if (!entry.length) return { verdict: "bad", say: "Mark at least one cell first." };
+      const key = JSON.stringify(entry.map((c) => c.map(Number)).sort((a, b) => a[0] - b[0] || a[1] - b[1]));
+      const found = config.answers.find((a) => JSON.stringify(a.cells) === key);
+      if (!found) return { verdict: "none", say: config.none };
+      return { verdict: found.right ? "right" : "mistake", say: found.say };
+    }
     if (config.kind === "choice") {
       const found = config.answers.find((a) => a.choice === entry);
       if (!found) return { verdict: "bad", say: "Choose one of the answers first." };
@@ -71,6 +78,33 @@
       row.append(input, el("button", { type: "submit", class: "question-check" }, "Check"));
       form.append(label, row);
       read = () => input.value;
+    } else if (config.kind === "cells") {
+      const set = el("fieldset", { "aria-describedby": id + "-note" });
+      const legend = el("legend", {}, `${title}. `);
+      legend.append(el("span", { class: "question-prompt" },
+                       `Mark ${config.prompt}: rows are queries, columns are keys; press a cell to mark it.`));
+      const grid = el("div", { class: "question-grid", style: `--size: ${config.size}` });
+      grid.append(el("span", { class: "question-grid-label", "aria-hidden": "true" }));
+      for (let j = 0; j < config.size; j++) {
+        grid.append(el("span", { class: "question-grid-label", "aria-hidden": "true" }, `k${j}`));
+      }
+      for (let i = 0; i < config.size; i++) {
+        grid.append(el("span", { class: "question-grid-label", "aria-hidden": "true" }, `q${i}`));
+        for (let j = 0; j < config.size; j++) {
+          const cell = el("button", { type: "button", class: "question-cell", "aria-pressed": "false",
+                                      "aria-label": `query ${i}, key ${j}`, "data-i": i, "data-j": j });
+          cell.addEventListener("click", () => {
+            const on = cell.getAttribute("aria-pressed") !== "true";
+            cell.setAttribute("aria-pressed", String(on));
+            cell.textContent = on ? "✓" : "";
+          });
+          grid.append(cell);
+        }
+      }
+      set.append(legend, grid);
+      form.append(set, el("button", { type: "submit", class: "question-check" }, "Check"));
+      read = () => Array.from(form.querySelectorAll(".question-cell[aria-pressed='true']"),
+                              (b) => [Number(b.dataset.i), Number(b.dataset.j)]);
     } else {
       const set = el("fieldset", { "aria-describedby": id + "-note" });
       const legend = el("legend", {}, `${title}. `);
