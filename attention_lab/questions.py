@@ -1,7 +1,7 @@
 """Questions that ask the reader to predict, then check the prediction, in the page or in a kernel.
 
-Each chapter asks two questions where its prose builds to them: a number to predict, or a choice with
-its reason. A question cell calls :func:`ask` with the chapter's own tensors; the question's function
+Each chapter asks two or three questions where its prose builds to them: a number to predict, a choice
+with its reason, or the cells of a grid to mark. A question cell calls :func:`ask` with the chapter's own tensors; the question's function
 below computes from them the right answer and the answer each listed mistake gives (no scaling, √C
 instead of √d_k, the mask after the softmax, an off-by-one, ...). What the cell shows is one line, a
 digest of those answers: strict nbval compares it, so the stored answers cannot drift from the code.
@@ -507,6 +507,23 @@ def ch6_uniform(vocab_size):
         {"rel": 0.01})
 
 
+@question("ch6-perplexity")
+def ch6_perplexity(losses, name="HeadLM", baseline="BigramLM"):
+    loss, other = float(losses[name]), float(losses[baseline])
+    right = math.exp(loss)
+    return number_question(
+        "ch6-perplexity", "6.2", f"the perplexity of {name}: how many equally likely characters its "
+                                 f"validation loss of {loss:.3f} stands for", right,
+        f"e^{loss:.3f} ≈ {right:.1f}: guessing evenly among {right:.1f} characters would give the same loss, "
+        f"against {math.exp(other):.1f} for {baseline} and 65 for a uniform guess.",
+        [(10 ** loss, "10^loss undoes a logarithm base 10; cross-entropy uses the natural log, so take e^loss."),
+         (2 ** loss, "2^loss undoes a loss in bits; F.cross_entropy measures nats, so take e^loss."),
+         (math.exp(-loss), f"e^−loss = {math.exp(-loss):.3f} is the probability that loss stands for, one in "
+                           "the number of equally likely characters: invert it."),
+         (math.exp(other), f"that is {baseline}'s perplexity, e^{other:.3f}; {name}'s loss is {loss:.3f}.")],
+        {"rel": 0.02})
+
+
 @question("ch6-looks")
 def ch6_looks(trained, untrained):
     """``trained``, ``untrained``: the two heads' weights for one line, (1, T, T) each."""
@@ -521,7 +538,7 @@ def ch6_looks(trained, untrained):
     best = max((own, "a"), (back, "b"), (first, "d"))
     right = best[1] if best[0] > 1.5 * even else "c"
     return choice_question(
-        "ch6-looks", "6.2", "Where does the trained head put most of a row's weight?",
+        "ch6-looks", "6.3", "Where does the trained head put most of a row's weight?",
         {"a": "On the current character, the query's own position.",
          "b": "On the character just before the query.",
          "c": "About evenly over the line so far, as chapter 1's average does.",
