@@ -261,6 +261,8 @@ def test_screenshots_of_a_number_and_a_choice(browser, book_url, width, scheme):
             colour = v.page.evaluate(f"getComputedStyle(document.querySelector(\"{sel} form\")).backgroundColor")
             text = v.page.evaluate(f"getComputedStyle(document.querySelector(\"{sel} form\")).color")
             assert colour != text
+            around = v.page.evaluate(f"getComputedStyle(document.querySelector(\"{sel}\").parentElement).backgroundColor")
+            assert around == "rgba(0, 0, 0, 0)", f"the output around {qid} is painted {around} in {scheme} mode"
             box.screenshot(path=str(SCREENSHOTS / f"question-{qid}-{width}-{scheme}.png"))
         finally:
             context.close()
