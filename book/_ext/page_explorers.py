@@ -23,6 +23,7 @@ import html
 import json
 import re
 
+import page_questions  # book/_ext: a config with "question" is one of the chapters' questions
 from course.layout import DATA
 
 PAGE_KEY = "attention_lab_page"  # attention_lab.explorers.PAGE_KEY (the package is not imported here)
@@ -65,6 +66,11 @@ def to_page(nb: dict, colours: dict) -> int:
             config = out.get("metadata", {}).pop(PAGE_KEY, None)
             if config is None:
                 continue
+            if "question" in config:
+                out["data"]["text/html"] = page_questions.question_html(config)
+                page_questions.hide_source(cell)
+                swapped += 1
+                continue
             view = out.get("data", {}).pop(WIDGET_VIEW, None)
             if view:
                 for m in models_under(state, view["model_id"]):
@@ -73,6 +79,7 @@ def to_page(nb: dict, colours: dict) -> int:
             swapped += 1
     if swapped and not state:
         nb["metadata"].pop("widgets", None)  # no state left: myst-nb then loads no widget manager
+    page_questions.drop_kernel_checks(nb)
     return swapped
 
 

@@ -1,0 +1,57 @@
+"""The chapters' questions in the hosted page: predict, then check, with no kernel.
+
+A question cell (``attention_lab.questions.ask``) stores its answers in its output's metadata under the
+explorers' key, ``attention_lab_page``, with ``"question"`` where an explorer's config has ``"explorer"``.
+``page_explorers.to_page`` swaps that output for :func:`question_html` when Sphinx reads the chapter,
+hides the cell's code (:func:`hide_source`), and calls :func:`drop_kernel_checks`, which removes the cells tagged ``question-check`` (the kernel's
+``answer = None`` and ``questions.check(...)``: the page answers instead). ``engine/questions.js``
+builds the form from the JSON and matches the reader's answer against it; this extension adds it, and
+its stylesheet, to the pages that hold a question. The answers are in the page's source, never in its
+visible text before the reader answers; the note under each question says so.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+
+CHECK_TAG = "question-check"
+MARK = 'class="attention-question"'
+SCRIPT, STYLE = "engine/questions.js", "engine/questions.css"
+
+
+def question_html(config: dict) -> str:
+    """The page's question: a div naming it, its answers as JSON inside, and a line for a reader without JS."""
+    data = json.dumps(config, separators=(",", ":"), sort_keys=True, ensure_ascii=False).replace("</", "<\\/")
+    name = html.escape(config["question"], quote=True)
+    return (f'<div class="attention-question" data-question="{name}">'
+            f'<script type="application/json" class="question-config">{data}</script>'
+            '<noscript><p class="question-message">This question checks your answer in your browser: turn '
+            "JavaScript on to use it, or run the chapter's notebook.</p></noscript></div>")
+
+
+def hide_source(cell: dict) -> None:
+    """Tag the question's cell ``remove-input``: the page shows the question, not the ``ask`` call (the
+    launch notebooks show it, and the digest it prints)."""
+    tags = cell.setdefault("metadata", {}).setdefault("tags", [])
+    if "remove-input" not in tags:
+        tags.append("remove-input")
+
+
+def drop_kernel_checks(nb: dict) -> int:
+    """Remove the cells tagged ``question-check`` from ``nb`` in place; return how many."""
+    cells = nb.get("cells", [])
+    kept = [c for c in cells if CHECK_TAG not in c.get("metadata", {}).get("tags", [])]
+    nb["cells"] = kept
+    return len(cells) - len(kept)
+
+
+def add_assets(app, pagename, templatename, context, doctree) -> None:
+    if MARK in context.get("body", ""):
+        app.add_js_file(SCRIPT, defer="defer")
+        app.add_css_file(STYLE)
+
+
+def setup(app):
+    app.connect("html-page-context", add_assets)
+    return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,210 @@
+"""The chapters' questions (attention_lab/questions.py): stored answers, kernel checks, launch notebooks.
+
+- Every question cell of a chapter stores, in its output metadata, answers whose digest is the one its
+  text shows; strict nbval compares that text when it re-executes the chapter, so the stored answers are
+  what the code computes today. For chapters 1 to 5 the test also runs the chapter's own code up to each
+  question and recomputes the answers from its tensors (chapter 6 needs its 300 training steps first:
+  nbval and tests/test_stored_outputs.py cover it).
+- Each question has two to four per chapter, distinct stored numbers, and a kernel check cell after it.
+- ``check`` answers the right value, every stored mistake, a value matching none, and bad input, each
+  with its own message; the launch notebooks print no stored answer above or in a question.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import re
+from pathlib import Path
+
+import matplotlib
+import pytest
+import torch
+
+from attention_lab import questions
+from attention_lab.explorers import PAGE_KEY
+
+matplotlib.use("Agg")
+ROOT = Path(__file__).resolve().parents[1]
+CHAPTERS = sorted(p.stem for p in (ROOT / "lessons").glob("0*.ipynb"))
+
+
+def load(stem, folder="lessons"):
+    return json.loads((ROOT / folder / f"{stem}.ipynb").read_text())
+
+
+def question_cells(nb):
+    """(index, cell, stored config) of every cell whose output carries a question."""
+    for i, cell in enumerate(nb["cells"]):
+        for out in cell.get("outputs", []):
+            config = out.get("metadata", {}).get(PAGE_KEY)
+            if config and "question" in config:
+                yield i, cell, config, "".join(out["data"]["text/plain"])
+
+
+def all_questions():
+    return [(stem, config) for stem in CHAPTERS for _, _, config, _ in question_cells(load(stem))]
+
+
+@pytest.mark.parametrize("stem", CHAPTERS)
+def test_each_chapter_asks_two_to_four_questions_each_followed_by_its_kernel_check(stem):
+    nb = load(stem)
+    found = list(question_cells(nb))
+    assert 2 <= len(found) <= 4, f"{stem}: {len(found)} questions"
+    for i, cell, config, shown in found:
+        assert config["number"].startswith(f"{int(stem[:2])}.")
+        assert not cell["metadata"].get("tags")  # shown in a kernel; the book hides its code itself
+        after = nb["cells"][i + 1]
+        assert "question-check" in after["metadata"].get("tags", [])
+        assert "answer = None" in "".join(after["source"])
+        assert f'questions.check("{config["question"]}", answer)' in "".join(after["source"])
+        assert nb["cells"][i - 1]["cell_type"] == "markdown"
+
+
+@pytest.mark.parametrize("stem", CHAPTERS)
+def test_the_shown_digest_is_that_of_the_stored_answers(stem):
+    for _, _, config, shown in question_cells(load(stem)):
+        assert shown == repr(questions.Question(config))
+        assert f"digest {questions.digest(config)}" in shown
+        changed = json.loads(json.dumps(config))
+        changed["answers"][0]["say"] += "!"
+        assert questions.digest(changed) != questions.digest(config)
+
+
+def run_until_questions(stem):
+    """Run the chapter's code cells in one namespace, as a kernel would, and return each question's config
+    as ask() computes it when its cell is reached."""
+    ns, got = {}, {}
+    for cell in load(stem)["cells"]:
+        if cell["cell_type"] != "code" or "bootstrap" in cell["metadata"].get("tags", []):
+            continue
+        source = "\n".join(line for line in "".join(cell["source"]).splitlines() if not line.startswith("%"))
+        with contextlib.redirect_stdout(io.StringIO()):
+            exec(compile(source, f"{stem}", "exec"), ns)
+        match = re.search(r'questions\.ask\("([\w-]+)"', source)
+        if match:
+            got[match.group(1)] = json.loads(json.dumps(questions._asked[match.group(1)]))
+    return got
+
+
+@pytest.mark.parametrize("stem", CHAPTERS[:5])
+def test_the_stored_answers_are_what_the_chapters_code_computes(stem):
+    computed = run_until_questions(stem)
+    stored = {c["question"]: c for _, _, c, _ in question_cells(load(stem))}
+    assert set(computed) == set(stored)
+    for qid, config in stored.items():
+        again = computed[qid]
+        assert [a.get("say") for a in again["answers"]] == [a.get("say") for a in config["answers"]], qid
+        for a, b in zip(again["answers"], config["answers"]):
+            if "value" in a:
+                assert a["value"] == pytest.approx(b["value"], rel=1e-5, abs=1e-9), qid
+            else:
+                assert (a.get("choice"), a.get("cells"), a["right"]) == (b.get("choice"), b.get("cells"), b["right"])
+
+
+@pytest.mark.parametrize("stem, config", all_questions(), ids=lambda v: v if isinstance(v, str) else v["question"])
+def test_check_names_every_stored_answer_and_says_when_none_matches(stem, config):
+    questions._asked[config["question"]] = config
+    qid = config["question"]
+    rights = [a for a in config["answers"] if a["right"]]
+    assert len(rights) == 1 and len(config["answers"]) >= 3
+    for a in config["answers"]:
+        given = (a["value"] if "value" in a else a["choice"].upper() if "choice" in a else
+                 [tuple(c) for c in reversed(a["cells"])])
+        verdict = questions.check(qid, given)
+        assert (verdict.right, verdict.message) == (a["right"], a["say"])
+        assert a["say"].startswith("✓ Right: " if a["right"] else "✗ ")
+    if config["kind"] == "number":
+        values = [a["value"] for a in config["answers"]]
+        for x in values:  # each stored number lies outside every other's tolerance
+            assert sum(questions.within(x, y, config["tolerance"]) for y in values) == 1, (qid, x)
+        none = max(abs(v) for v in values) * 3 + 7.5
+        assert questions.check(qid, none).message == config["none"]
+        tensor = questions.check(qid, torch.tensor(rights[0]["value"]))
+        assert tensor.right is True
+        assert "without quotes" in questions.check(qid, str(rights[0]["value"])).message
+        assert "shape (2,)" in questions.check(qid, torch.ones(2)).message
+        assert "one number" in questions.check(qid, [1.0]).message
+        assert "finite" in questions.check(qid, float("nan")).message
+        assert "one number" in questions.check(qid, True).message
+    elif config["kind"] == "cells":
+        n = config["size"]
+        grid = torch.zeros(n, n, dtype=torch.bool)
+        for i, j in rights[0]["cells"]:
+            grid[i, j] = True
+        assert questions.check(qid, grid).right is True  # a boolean grid works too
+        assert [[0, 0]] not in [a["cells"] for a in config["answers"]]
+        assert questions.check(qid, [(0, 0), (0, 0)]).message == config["none"]  # a cell marked twice is one
+        assert "shape (2, 2)" in questions.check(qid, torch.ones(2, 2)).message
+        assert f"from 0 to {n - 1}" in questions.check(qid, [(0, n)]).message
+        assert "is not a cell" in questions.check(qid, [(0, 1, 2)]).message
+        assert "(row, column) pairs" in questions.check(qid, 3).message
+        assert "no cell" in questions.check(qid, []).message
+    else:
+        keys = [o["key"] for o in config["options"]]
+        assert sorted(a["choice"] for a in config["answers"]) == keys
+        assert "is not one of the choices" in questions.check(qid, "z").message
+        assert "letter of your choice" in questions.check(qid, 1).message
+    said = questions.check(qid, None)
+    assert said.right is None and "put your prediction in `answer`" in said.message
+
+
+def test_a_question_not_asked_in_this_kernel_says_to_run_its_cell():
+    questions._asked.pop("ch1-weight", None)
+    said = questions.check("ch1-weight", 0.2)
+    assert said.right is None and "run the question's cell above" in said.message
+    assert "the questions are" in questions.check("ch9-nothing", 1).message
+    with pytest.raises(KeyError, match="no question 'ch9-nothing'"):
+        questions.ask("ch9-nothing")
+
+
+def test_two_mistakes_with_one_number_share_a_message_and_one_giving_the_right_number_is_refused():
+    c = questions.number_question("t", "0.1", "x", 1.0, "why", [(2.0, "first."), (2.0, "second."), (5, "third.")],
+                                  {"rel": 0.01})
+    assert [a["say"] for a in c["answers"]] == ["✓ Right: why", "✗ first. Or: second.", "✗ third."]
+    with pytest.raises(ValueError, match="gives the right answer"):
+        questions.number_question("t", "0.1", "x", 1.0, "why", [(1.001, "same.")], {"rel": 0.01})
+
+
+def test_asking_draws_nothing_from_the_chapters_random_stream():
+    from attention_lab.reference import ReferenceHead
+    torch.manual_seed(0)
+    head = ReferenceHead(32, 4, 8)
+    before = torch.get_rng_state()
+    questions.ask("ch3-variance", d_k=8, C=32, n=1000)
+    questions.ask("ch5-longer", head=head, C=32)
+    assert torch.equal(before, torch.get_rng_state())
+
+
+@pytest.mark.parametrize("stem", CHAPTERS)
+def test_no_output_above_or_in_a_question_prints_its_answer(stem):
+    """Run All in a launch notebook shows the chapter's outputs up to the question (the same code) and the
+    question's one line: the right number, at the precisions the chapters print, appears in none of them."""
+    nb = load(stem)
+    launch = json.dumps(load(stem, "notebooks"))
+    for i, cell, config, shown in question_cells(nb):
+        assert f'questions.ask(\\"{config["question"]}\\"' in launch  # the launch notebook asks it too
+        assert f'questions.check(\\"{config["question"]}\\", answer)' in launch
+        if config["kind"] != "number":
+            continue
+        right = next(a["value"] for a in config["answers"] if a["right"])
+        # at three significant digits or more: a 0.0003 printed above is another number that rounds alike
+        printed = {f"{right:.3g}", f"{right:.4g}", questions.fmt(right)}
+        printed |= {f"{right:.{n}f}" for n in (3, 4)} if abs(right) >= 0.1 else set()
+        above = "".join("".join(o.get("text", "")) + "".join(o.get("data", {}).get("text/plain", ""))
+                        for c in nb["cells"][: i + 1] for o in c.get("outputs", []))
+        assert not [p for p in printed if p in above], (config["question"], printed)
+        assert not re.search(r"\d\.\d", shown.split("digest")[0].split(")", 1)[1])
+
+
+def test_the_instructors_page_lists_every_question_with_its_number():
+    page = (ROOT / "book" / "instructors.md").read_text()
+    table = page.split("## Questions answered in the page", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in table.splitlines() if line.startswith("| ") and "`ch" in line]
+    listed = {re.search(r"`(ch\d-[\w-]+)`", row).group(1): row for row in rows}
+    asked = {config["question"]: config for _, config in all_questions()}
+    assert set(listed) == set(asked)
+    for qid, config in asked.items():
+        assert f"| {config['number']} `{qid}` |" in listed[qid]
+        assert listed[qid].startswith(f"| {config['number'].split('.')[0]} |")
