@@ -15,7 +15,7 @@ STAMP7 := $(VENV7)/.installed
 
 install: $(STAMP)
 
-$(STAMP): requirements.txt pyproject.toml
+$(STAMP): requirements.txt pyproject.toml attention_lab/__init__.py
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -r requirements.txt
@@ -23,10 +23,10 @@ $(STAMP): requirements.txt pyproject.toml
 
 # self-hosted JS: `npm ci` from package-lock.json, then copy into book/_static/vendor/ (no npm: CDN fallback, with a notice)
 vendor: install
-	$(BIN)/python tools/vendor_js.py
+	$(BIN)/python -m course vendor
 
 book: install vendor
-	$(BIN)/python tools/notebooks.py check
+	$(BIN)/python -m course check
 	$(BIN)/jupyter-book build . -W -n --keep-going
 	@echo "the book is at $(CURDIR)/_build/html/index.html"
 
@@ -57,56 +57,57 @@ browser-test: install
 # maintainers: after editing a notebook or the package, regenerate the stored outputs and commit them
 # (with notebooks/, which follows lessons/: see `launch`)
 outputs: install
-	$(BIN)/python tools/notebooks.py execute
-	$(BIN)/python tools/student_edition.py
+	$(BIN)/python -m course execute
+	$(BIN)/python -m course student
 
 sync: install
-	$(BIN)/python tools/notebooks.py sync
-	$(BIN)/python tools/student_edition.py
+	$(BIN)/python -m course sync
+	$(BIN)/python -m course student
 
 # the notebooks Colab, Binder and `jupyter lab notebooks/` open: notebooks/NN_slug.ipynb, each chapter in plain
 # Markdown (commit them; `make book` fails when they are stale), and the student editions in student/
 .PHONY: launch
 launch: install
-	$(BIN)/python tools/launch_notebooks.py
+	$(BIN)/python -m course launch
 
 # instructors: student/NN_slug.ipynb and a zip per chapter, solutions removed
 student: install
-	$(BIN)/python tools/student_edition.py
+	$(BIN)/python -m course student
 
 # the explorers' speed: one update against a naive redraw, side by side in one run (figures in CONTRIBUTING.md)
 bench: install
-	$(BIN)/python tools/bench_explorers.py
+	$(BIN)/python -m course bench-explorers
 
 # keypress -> painted picture in a real JupyterLab (limit 50 ms) and in the built book (16.7 ms), median and
-# p90 per chapter, with the page weights (tools/bench_keypress.py; several minutes; the page half needs
+# p90 per chapter, with the page weights (course/bench/keypress.py; several minutes; the page half needs
 # `make book`); BASELINE=path/to/other/_build/html prints that build's page weights beside;
 # CHAPTERS=01,04 and PRESSES=N narrow it
 .PHONY: bench-keypress
 bench-keypress: install
-	$(BIN)/python tools/bench_keypress.py $(if $(BASELINE),--baseline $(BASELINE)) $(if $(CHAPTERS),--chapters $(CHAPTERS)) $(if $(PRESSES),--presses $(PRESSES))
+	$(BIN)/python -m course bench-keypress $(if $(BASELINE),--baseline $(BASELINE)) $(if $(CHAPTERS),--chapters $(CHAPTERS)) $(if $(PRESSES),--presses $(PRESSES))
 
-# the weight of a first visit of every page, gzipped, every request added (tools/bench_pages.py; needs
+# the weight of a first visit of every page, gzipped, every request added (course/bench/pages.py; needs
 # `make book`); BASELINE=path/to/other/_build/html measures another build beside it, in the same run
 .PHONY: bench-pages
 bench-pages: install
-	$(BIN)/python tools/bench_pages.py $(if $(BASELINE),--baseline $(BASELINE))
+	$(BIN)/python -m course bench-pages $(if $(BASELINE),--baseline $(BASELINE))
 
 # chapter 6: train the head model, the bigram and the two variants from scratch (seeded, CPU) and write their weights and
-# training log into attention_lab/data/ (tools/train.py; about 3 minutes on the 2-core machine)
+# training log into attention_lab/data/ (course/train.py; about 3 minutes on the 2-core machine: the shipped run
+# took the `wall_time_s` of attention_lab/data/training_log.json, 190 s)
 .PHONY: train
 train: install
-	$(BIN)/python tools/train.py
+	$(BIN)/python -m course train
 
 clean:
 	rm -rf _build
 
-# maintainers: release a version: `make release VERSION=0.2.0` sets it in pyproject.toml and the package, dates
+# maintainers: release a version: `make release VERSION=0.2.0` sets it in attention_lab/__init__.py (pyproject reads it there), dates
 # CHANGELOG.md's "Unreleased" entry and points bootstrap cells and launch links at v0.2.0 (TAG=1: commit and tag too)
 .PHONY: release
 release: install
 	@test -n "$(VERSION)" || { echo "usage: make release VERSION=X.Y.Z [TAG=1]" >&2; exit 2; }
-	$(BIN)/python tools/release.py $(VERSION) $(if $(TAG),--tag)
+	$(BIN)/python -m course release $(VERSION) $(if $(TAG),--tag)
 
 # instructors: the release tags vX.Y.Z in this clone. A clone or fork of main alone has none: fetch them from the
 # course (the remote `upstream` of a fork made with `gh repo fork`) where it can, then tag each commit that
@@ -121,24 +122,24 @@ release-tags:
 	done
 
 # instructors: the graded editions, graded/NN_slug/ per chapter: student/NN_slug.ipynb to hand out and
-# autograder/NN_slug-autograder.zip for Gradescope or `otter run` (tools/graded_edition.py, otter-grader);
+# autograder/NN_slug-autograder.zip for Gradescope or `otter run` (course/graded_edition.py, otter-grader);
 # otter first grades each chapter's own solutions and stops unless they get full marks (FAST=1 skips that)
 .PHONY: graded
 graded: install
-	$(BIN)/python tools/graded_edition.py $(if $(FAST),--no-run-tests)
+	$(BIN)/python -m course graded $(if $(FAST),--no-run-tests)
 
 # instructors: grade a folder of submissions of one chapter, each in a bubblewrap sandbox, scored by a clean
-# judge process (tools/grade.py): make grade CHAPTER=05_one_head SUBMISSIONS=submissions/ OUT=grades/ [SEED=N]
+# judge process (course/grade.py): make grade CHAPTER=05_one_head SUBMISSIONS=submissions/ OUT=grades/ [SEED=N]
 .PHONY: grade
 grade: install
 	@test -n "$(CHAPTER)" -a -n "$(SUBMISSIONS)" -a -n "$(OUT)" || \
 	  { echo "usage: make grade CHAPTER=05_one_head SUBMISSIONS=folder/ OUT=folder/ [SEED=N]"; exit 2; }
-	$(BIN)/python tools/grade.py "$(CHAPTER)" "$(SUBMISSIONS)" --out "$(OUT)" $(if $(SEED),--seed $(SEED))
+	$(BIN)/python -m course grade "$(CHAPTER)" "$(SUBMISSIONS)" --out "$(OUT)" $(if $(SEED),--seed $(SEED))
 
 # instructors: the book without solutions, into _build/html as usual (what the deploy workflow publishes with
 # BOOK_SOLUTIONS=hidden): exercises and checks stay, every solution goes (book/_ext/hide_solutions.py)
 .PHONY: book-without-solutions
 book-without-solutions: install vendor
-	$(BIN)/python tools/notebooks.py check
+	$(BIN)/python -m course check
 	BOOK_SOLUTIONS=hidden $(BIN)/jupyter-book build . -W -n --keep-going
 	@echo "the book without solutions is at $(CURDIR)/_build/html/index.html"

@@ -13,4 +13,6 @@ lesson, one job a module:
 Importing it has no side effects: nothing is seeded, drawn, displayed or configured.
 """
 
+# the one place the course's version is written: pyproject.toml, the bootstrap cells and every launch link
+# follow it (`make release VERSION=X.Y.Z` sets it)
 __version__ = "0.2.0"

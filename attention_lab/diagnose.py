@@ -27,7 +27,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.overrides import TorchFunctionMode
 
-from attention_lab.checks import CheckFailed
+from attention_lab.checks.engine import CheckFailed
 
 __all__ = ["diagnose", "Diagnosis", "Verdict", "VERDICTS"]
 

@@ -1,6 +1,6 @@
-"""Grade one submission on Gradescope, with the same two steps as ``tools/grade.py``.
+"""Grade one submission on Gradescope, with the same two steps as ``course/grade.py``.
 
-The graded edition's autograder zip (``tools/graded_edition.py``) runs this as root in the grading
+The graded edition's autograder zip (``course/graded_edition.py``) runs this as root in the grading
 container, one container per submission:
 
     python -m attention_lab.gradescope [/autograder]
@@ -31,7 +31,7 @@ from pathlib import Path
 
 from attention_lab import judge
 
-SPEC = "grading_spec.json"  # written into the zip's source/ folder by tools/graded_edition.py
+SPEC = "grading_spec.json"  # written into the zip's source/ folder by course/graded_edition.py
 NOBODY = 65534
 MEMORY = 4 * 2**30
 FILE_SIZE = 512 * 2**20

@@ -1,6 +1,6 @@
 """Run a submitted notebook and record what its answers do: the sandboxed half of grading.
 
-``tools/grade.py`` runs this inside the sandbox, one process per submission:
+``course/grade.py`` runs this inside the sandbox, one process per submission:
 
     python -m attention_lab.observe SUBMISSION.ipynb SPEC.json OUT_DIR
 

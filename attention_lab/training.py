@@ -8,7 +8,7 @@ its own position (no look-back), ``residual=True`` adds ``x`` to the head's outp
 transformer block does. :func:`train` fits either
 one with AdamW on random windows of the training split, :func:`validation_loss` measures it exactly
 on the whole validation split, and :func:`load_trained` reads the weights that ``make train``
-(``tools/train.py``) shipped in ``attention_lab/data/``. The chapter writes its own copy of the
+(``course/train.py``) shipped in ``attention_lab/data/``. The chapter writes its own copy of the
 model and the loop for the learner; its class loads the shipped weights because the attribute names
 are the same (``token_table``, ``position_table``, ``head.key/query/value/tril``, ``lm_head``).
 """
@@ -247,7 +247,7 @@ def load_trained(directory: str | Path | None = None) -> Trained:
 
     Reads ``head_lm.pt``, ``head_lm_untrained.pt``, ``bigram_lm.pt``, ``identity_lm.pt``,
     ``residual_lm.pt`` and ``training_log.json`` from ``attention_lab/data/`` (or from
-    ``directory``), as ``tools/train.py`` wrote them. Raises FileNotFoundError naming the missing
+    ``directory``), as ``course/train.py`` wrote them. Raises FileNotFoundError naming the missing
     file and ``make train`` if one is not there.
     """
     with _read(directory, LOG_FILE) as f:

@@ -1,4 +1,4 @@
-"""Unit tests of tools/bench_keypress.py's logic: the statistics it prints, the key it presses next, the
+"""Unit tests of course/bench/keypress.py's logic: the statistics it prints, the key it presses next, the
 chapters it picks and the verdict it gives. Nothing here is timed (the machine is shared); the script's
 measuring in a browser is tested against a fixture page in tests/browser/test_bench_keypress_pages.py."""
 
@@ -6,7 +6,7 @@ import argparse
 
 import pytest
 
-import bench_keypress as bk
+from course.bench import keypress as bk
 
 
 @pytest.mark.parametrize("times, median, p90", [

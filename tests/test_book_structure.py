@@ -10,26 +10,16 @@ from pathlib import Path
 import nbformat
 import pytest
 
-import notebooks as nbtool
+from course import book_index
+from course import chapters as nbtool
+from course import cli
+from course import layout
 
 ROOT = Path(__file__).resolve().parents[1]
 
-CHAPTERS = {
-    "01_plain_causal_average": {"label": "ch-average", "figs": {1: "fig-loop-average", 2: "fig-matmul-average"}},
-    "02_queries_keys_values": {"label": "ch-qkv", "figs": {3: "fig-qkv"}},
-    "03_scaled_dot_product": {"label": "ch-scaling", "figs": {4: "fig-scaled-scores"}},
-    "04_masking_the_future": {"label": "ch-masking", "figs": {5: "fig-causal-mask"}},
-    "05_one_head": {"label": "ch-head", "figs": {6: "fig-head"}},
-    "06_trained_head": {"label": "ch-trained", "figs": {7: "fig-head-lm", 8: "fig-train-loop"}},
-}
-BIB_KEYS = [
-    "vaswani2017attention", "karpathy2022nanogpt", "karpathy2023letsbuild", "pytorch-linear",
-    "pytorch-softmax", "pytorch-tril", "pytorch-masked-fill", "pytorch-sdpa", "bahdanau2014neural",
-    # earlier work on attention that chapter 5's summary cites, in the order it cites them
-    "luong2015effective", "cheng2016long", "parikh2016decomposable", "lin2017structured",
-    # chapter 6's optimizer, and the work it cites on what attention weights show
-    "loshchilov2019decoupled", "elhage2021mathematical", "jain2019attention", "wiegreffe2019attention",
-]
+CHAPTERS = [path.stem for path in layout.chapters()]
+FIGURE_ANCHOR = re.compile(r"^\((fig-[^()\s]+)\)=[ \t]*$", re.M)
+CITATION = re.compile(r"\{cite(?::\w+)?\}`([^`]+)`")
 
 
 def load(stem):
@@ -46,10 +36,21 @@ def all_markdown():
     return "\n\n".join(pages)
 
 
+def figures() -> list[tuple[str, str, int, str]]:
+    """Every figure anchor of the chapters in reading order: (chapter, label, cell index, cell source)."""
+    return [(stem, label, i, cell.source) for stem in CHAPTERS for i, cell in enumerate(load(stem).cells)
+            if cell.cell_type == "markdown" for label in FIGURE_ANCHOR.findall(cell.source)]
+
+
+def test_there_are_chapters_and_figures_to_test():
+    assert len(CHAPTERS) >= 6 and all(re.fullmatch(r"\d{2}_[a-z0-9_]+", stem) for stem in CHAPTERS)
+    assert len(figures()) >= len(CHAPTERS), "every chapter has at least one figure"
+
+
 def test_toc_lists_the_chapters_in_order():
     toc = (ROOT / "_toc.yml").read_text()
     listed = re.findall(r"file: lessons/(\S+)", toc)
-    assert listed == list(CHAPTERS), f"_toc.yml lists {listed}, expected {list(CHAPTERS)}"
+    assert listed == CHAPTERS, f"_toc.yml lists {listed}, but lessons/ holds {CHAPTERS}"
 
 
 @pytest.mark.parametrize("stem", CHAPTERS)
@@ -59,8 +60,14 @@ def test_chapter_opens_with_bootstrap_then_labelled_title(stem):
     assert first.cell_type == "code"
     assert {"bootstrap", "remove-cell"} <= set(first.metadata.get("tags", []))
     assert first.source == nbtool.bootstrap_source(), "bootstrap cell not synced: run `make sync`"
-    label = CHAPTERS[stem]["label"]
-    assert re.match(rf"\({label}\)=\s*\n# \d\. ", second.source), second.source[:80]
+    m = re.match(r"\((ch-[a-z-]+)\)=\s*\n# (\d+)\. ", second.source)
+    assert m, f"{stem}: the second cell is not a `(ch-...)=` label over `# N. Title`: {second.source[:80]!r}"
+    assert int(m.group(2)) == int(stem[:2]), f"{stem}: its title is numbered {m.group(2)}"
+
+
+def test_chapter_labels_are_unique():
+    labels = [re.match(r"\((ch-[a-z-]+)\)=", load(stem).cells[1].source).group(1) for stem in CHAPTERS]
+    assert len(set(labels)) == len(labels), labels
 
 
 @pytest.mark.parametrize("stem", CHAPTERS)
@@ -70,39 +77,35 @@ def test_chapter_was_executed_top_to_bottom(stem):
     assert counts == list(range(1, len(code) + 1)), f"execution counts {counts}: run `make outputs`"
 
 
-@pytest.mark.parametrize("stem", CHAPTERS)
-def test_figures_are_anchored_captioned_and_followed_by_their_code(stem):
-    nb = load(stem)
-    for number, label in CHAPTERS[stem]["figs"].items():
-        hits = [i for i, c in enumerate(nb.cells) if c.cell_type == "markdown" and f"({label})=" in c.source]
-        assert len(hits) == 1, f"{stem}: anchor ({label})= should appear once, found {len(hits)}"
-        cell = nb.cells[hits[0]]
-        assert f"**Fig. {number}.**" in cell.source, f"{stem}: {label} lacks its caption '**Fig. {number}.**'"
-        assert nb.cells[hits[0] + 1].cell_type == "code", f"{stem}: {label} is not followed by its code"
+def test_figures_are_numbered_in_reading_order_captioned_and_followed_by_their_code():
+    labels = [label for _, label, _, _ in figures()]
+    assert len(set(labels)) == len(labels), f"a figure anchor appears twice: {labels}"
+    for number, (stem, label, index, source) in enumerate(figures(), start=1):
+        assert f"**Fig. {number}.**" in source, f"{stem}: {label} is figure {number} but lacks '**Fig. {number}.**'"
+        assert load(stem).cells[index + 1].cell_type == "code", f"{stem}: {label} is not followed by its code"
 
 
 def test_every_figure_is_cross_referenced_from_prose():
     text = all_markdown()
-    for spec in CHAPTERS.values():
-        for number, label in spec["figs"].items():
-            assert re.search(rf"\{{ref\}}`Fig\. {number} <{label}>`", text), f"Fig. {number} is never referenced"
+    for number, (stem, label, _, _) in enumerate(figures(), start=1):
+        assert re.search(rf"\{{ref\}}`Fig\. {number} <{label}>`", text), f"Fig. {number} ({label}) is never referenced"
 
 
-def test_bibliography_lists_the_references_in_order_and_each_is_cited():
-    bib = (ROOT / "book" / "references.bib").read_text()
-    keys = re.findall(r"^@\w+\{([^,]+),", bib, re.M)
-    assert keys == BIB_KEYS
-    text = all_markdown()
-    cited = set(re.findall(r"\{cite[pt]?\}`([^`]+)`", text))
-    cited = {k.strip() for group in cited for k in group.split(",")}
-    assert set(BIB_KEYS) <= cited, f"never cited: {sorted(set(BIB_KEYS) - cited)}"
+def test_every_reference_is_cited_and_every_citation_is_a_reference():
+    keys = re.findall(r"^@\w+\{([^,]+),", (ROOT / "book" / "references.bib").read_text(), re.M)
+    assert keys and len(set(keys)) == len(keys), f"references.bib repeats a key: {keys}"
+    cited = {k.strip() for group in CITATION.findall(all_markdown()) for k in group.split(",")}
+    assert set(keys) - cited == set(), f"never cited: {sorted(set(keys) - cited)}"
+    assert cited - set(keys) == set(), f"cited but not in references.bib: {sorted(cited - set(keys))}"
+    # the book numbers the entries in file order (book/_ext/bib_order.py) and so do the launch notebooks
+    assert book_index.load_book().bib == keys
 
 
 def test_repository_is_named_once_and_everything_follows_it():
-    url, _ = nbtool.repository()
-    assert nbtool.main(["check"]) == 0, "out of date with _config.yml or lessons/: run `make sync`"
+    url, _ = layout.repository()
+    assert cli.main(["check"]) == 0, "out of date with _config.yml or lessons/: run `make sync`"
     for stem in CHAPTERS:
-        assert f"git+{url}@{nbtool.release_ref()}" in load(stem).cells[0].source
+        assert f"git+{url}@{layout.release_ref()}" in load(stem).cells[0].source
     readme = (ROOT / "README.md").read_text()
     for stem in CHAPTERS:
         links = nbtool.launch_links(ROOT / "lessons" / f"{stem}.ipynb")
@@ -134,26 +137,26 @@ def test_fork_changes_follow_the_config(tmp_path, monkeypatch):
     """Point _config.yml at a fork: every launch link and the bootstrap source follow it."""
     config = tmp_path / "_config.yml"
     config.write_text((ROOT / "_config.yml").read_text().replace(
-        nbtool.repository()[0], "https://github.com/someone/my-fork"))
-    (tmp_path / "pyproject.toml").write_text((ROOT / "pyproject.toml").read_text())
+        layout.repository()[0], "https://github.com/someone/my-fork"))
+    monkeypatch.setattr(layout, "CONFIG", config)
     monkeypatch.setattr(nbtool, "ROOT", tmp_path)
     (tmp_path / "lessons").mkdir()
     links = nbtool.launch_links(tmp_path / "lessons" / "05_one_head.ipynb")
-    ref = nbtool.release_ref()  # the version in pyproject.toml, e.g. v0.2.0
+    ref = layout.release_ref()  # the version in pyproject.toml, e.g. v0.2.0
     assert links == {
         "page": "https://someone.github.io/my-fork/lessons/05_one_head.html",
         "binder": f"https://mybinder.org/v2/gh/someone/my-fork/{ref}?urlpath=lab/tree/notebooks/05_one_head.ipynb",
         "colab": f"https://colab.research.google.com/github/someone/my-fork/blob/{ref}/notebooks/05_one_head.ipynb",
     }
     assert nbtool.clone_block().splitlines()[3:5] == ["git clone https://github.com/someone/my-fork", "cd my-fork"]
-    assert f"git+https://github.com/someone/my-fork@{nbtool.release_ref()}" in nbtool.bootstrap_source()
+    assert f"git+https://github.com/someone/my-fork@{layout.release_ref()}" in nbtool.bootstrap_source()
 
 
 def test_a_config_without_repository_says_what_to_add(tmp_path, monkeypatch):
     (tmp_path / "_config.yml").write_text("title: x\n")
-    monkeypatch.setattr(nbtool, "ROOT", tmp_path)
+    monkeypatch.setattr(layout, "CONFIG", tmp_path / "_config.yml")
     with pytest.raises(SystemExit, match="repository"):
-        nbtool.repository()
+        layout.repository()
 
 
 def test_instructors_page_covers_every_chapter_and_exercise():

@@ -19,7 +19,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-import notebooks as nbtool
+from course import layout
 from attention_lab import checks
 from attention_lab.reference import ReferenceHead
 
@@ -1077,9 +1077,23 @@ def _produce(check, args) -> checks.CheckFailed:
 def test_each_mistake_is_named(check, args, mistake, capsys):
     failure = _produce(check, args)
     assert failure.mistake == mistake, str(failure)
-    template = checks.MISTAKES[mistake]
-    assert str(failure).startswith(template.split("{")[0]) or "hint: " + template.split("{")[0] in str(failure)
+    # the message is its template filled in: every piece of the template's own text, in order, with
+    # anything in each field; a hint follows the line that says what raised
+    pattern = _filled(checks.MISTAKES[mistake])
+    assert re.match(pattern, str(failure), re.S) or re.search("\n  hint: " + pattern, str(failure), re.S), str(failure)
     assert capsys.readouterr().out == ""  # no pass line for a wrong answer
+
+
+def _filled(template: str) -> str:
+    """A regular expression for the messages ``template`` makes: its text, and anything for a field."""
+    return ".*?".join(re.escape(text) for text in re.split(r"\{[^{}]*\}", template))
+
+
+def test_every_message_has_words_of_its_own_to_recognize_it_by():
+    for mistake, template in checks.MISTAKES.items():
+        assert "{{" not in template, mistake  # _filled reads every brace as a field
+        words = re.sub(r"\{[^{}]*\}", "", template)
+        assert len(words.split()) >= 4, (mistake, template)
 
 
 def test_each_message_is_tested_in_two_code_forms():
@@ -1107,17 +1121,30 @@ def test_a_named_mistake_shows_the_learners_numbers_against_the_reference():
     assert f"got[{b}, {t}, :]      = {row(got[b, t])}" in message
 
 
-def test_expected_vs_got_points_at_the_largest_difference():
-    expected = torch.zeros(2, 3, 4)
-    got = expected.clone()
-    got[1, 2, 3] = 0.5
-    got[0, 0, 0] = 0.25
-    text = checks._expected_vs_got(got, expected)
-    assert text.splitlines() == [
-        "largest difference 0.5 at index [1, 2, 3]",
-        "  expected[1, 2, :] = [0.0000, 0.0000, 0.0000, 0.0000]",
-        "  got[1, 2, :]      = [0.0000, 0.0000, 0.0000, 0.5000]",
+def test_an_unnamed_difference_is_shown_where_it_is_largest():
+    def almost(x):  # right, but for two entries of the check's first input
+        out = average_cumsum(x)
+        if out.shape == (4, 8, 384):
+            out[1, 2, 3] += 0.5
+            out[0, 0, 0] += 0.25
+        return out
+
+    failure = _produce(checks.check_cumsum_average, (almost,))
+    assert failure.mistake == "general/differ"
+    torch.manual_seed(checks.SEED)
+    x = torch.randn(4, 8, 384)  # the check's first input
+    expected = x.double().cumsum(1) / torch.arange(1, 9).view(1, 8, 1)
+    got = almost(x).double()
+
+    def row(v):
+        return "[" + ", ".join(f"{n:.4f}" for n in v[:4].tolist()) + ", ...]"
+
+    assert str(failure).splitlines()[1:] == [
+        "  largest difference 0.5 at index [1, 2, 3]",
+        f"  expected[1, 2, :] = {row(expected[1, 2])}",
+        f"  got[1, 2, :]      = {row(got[1, 2])}",
     ]
+    assert row(got[1, 2]) != row(expected[1, 2])
 
 
 def test_an_error_names_the_learners_function_its_inputs_and_the_cause():
@@ -1237,6 +1264,43 @@ def test_fresh_copy_ignores_a_learners_redefinition(monkeypatch, capsys):
     assert graded.fresh().check_head is not graded.check_head
 
 
+def test_fresh_copy_ignores_a_learners_change_inside_the_package(monkeypatch):
+    monkeypatch.setattr(checks.engine, "_matches", lambda got, candidate: True)  # every answer "matches"
+    wrong = head_scaled(lambda d, C: 1.0)
+    assert checks.check_head(wrong, strict=True) is True  # the change fools the imported package
+    with pytest.raises(AssertionError, match="no 1/√d_k scaling"):
+        checks.fresh().check_head(wrong, strict=True)
+
+
+def test_fresh_copy_loads_every_module_of_the_package_again():
+    graded = checks.fresh()
+    modules = ["engine", "running", "hints", "references", "heads", *(f"chapter{n}" for n in range(1, 7))]
+    for name in modules:
+        mine, copy_ = getattr(checks, name), getattr(graded, name)
+        assert copy_ is not mine and copy_.__file__ == mine.__file__, name
+    assert graded.chapter5.running is graded.running and graded.CheckFailed is not checks.CheckFailed
+    assert [name for name in sys.modules if "_fresh_checks" in name] == []
+
+
+def test_a_grader_sets_the_seed_and_the_runner_of_every_check_on_the_copy():
+    """What attention_lab.judge does: ``graded.SEED = n`` and ``graded._run = replay`` reach every check."""
+    graded = checks.fresh()
+    original, calls = graded._run, []
+
+    def recording(fn, *args):
+        calls.append((fn, args))
+        return original(fn, *args)
+
+    graded.SEED, graded._run = 7, recording
+    assert graded.check_cumsum_average(average_cumsum, strict=True) is True
+    torch.manual_seed(7)
+    assert calls[0][0] is average_cumsum and torch.equal(calls[0][1][0], torch.randn(4, 8, 384))
+    calls.clear()
+    assert graded.check_head(Head, strict=True) is True
+    assert calls[0][0] is Head and any(isinstance(fn, Head) for fn, _ in calls)  # the forward too
+    assert checks.SEED == 1337 and checks.running._run is not recording  # the imported package is as it was
+
+
 def test_checks_diagnose_is_the_report_card_of_attention_lab_diagnose():
     from attention_lab import diagnose
 
@@ -1257,13 +1321,26 @@ def test_importing_checks_prints_nothing():
 def test_chapters_call_checks_as_statements_whose_none_prints_nothing():
     """Learner mode returns None because each chapter's check call is its cell's last line."""
     calls = 0
-    for path in nbtool.notebooks():
+    for path in layout.chapters():
         for cell in json.loads(path.read_text())["cells"]:
             source = "".join(cell["source"])
             if cell["cell_type"] == "code" and re.search(r"^checks\.check_\w+\(", source, re.MULTILINE):
                 calls += 1
                 assert not any(o["output_type"] == "execute_result" for o in cell["outputs"]), (path.name, source)
     assert calls > 0
+
+
+def test_every_public_check_is_called_by_the_chapter_whose_module_holds_it():
+    """A check that no chapter calls goes (or gets an exercise); chapterN.py holds chapter N's checks."""
+    called = collections.defaultdict(set)
+    for path in nbtool.notebooks():
+        for cell in json.loads(path.read_text())["cells"]:
+            if cell["cell_type"] == "code":
+                for name in re.findall(r"\bchecks\.(check_\w+)\(", "".join(cell["source"])):
+                    called[name].add(int(path.name[:2]))
+    for name in [n for n in checks.__all__ if n.startswith("check_")]:
+        module = getattr(checks, name).__module__  # attention_lab.checks.chapterN
+        assert called[name] == {int(module.removeprefix("attention_lab.checks.chapter"))}, (name, module)
 
 
 # ---------------------------------------------------------------- last: every message was produced

@@ -1,7 +1,7 @@
-"""The sweep of ``tools/sweep_checks.py``: every check the chapters call, fed right answers, transforms
+"""The sweep of ``course/sweep_checks.py``: every check the chapters call, fed right answers, transforms
 of them, stubs, misuse and mistakes, in both modes; none may crash or give the wrong verdict."""
 
-import sweep_checks
+from course import sweep_checks
 
 from attention_lab import checks
 

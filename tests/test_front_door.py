@@ -13,7 +13,7 @@ import re
 import subprocess
 from pathlib import Path
 
-import notebooks as nbtool
+from course import layout
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
@@ -40,7 +40,7 @@ def hours(minutes: int) -> str:
 def chapter_times() -> list[tuple[int, int]]:
     """(shortest, longest) minutes of each chapter, from the instructors' table."""
     rows = re.findall(r"^\| \{doc\}`\.\./lessons/\d\d_\w+` \|.*\| (\d+)–(\d+) min \|$", INSTRUCTORS, re.MULTILINE)
-    assert len(rows) == len(nbtool.notebooks()), "a chapter has no time"
+    assert len(rows) == len(layout.chapters()), "a chapter has no time"
     return [(int(a), int(b)) for a, b in rows]
 
 

@@ -1,4 +1,4 @@
-"""Tests of tools/graded_edition.py: the graded edition of every chapter, and a grading round trip.
+"""Tests of course/graded_edition.py: the graded edition of every chapter, and a grading round trip.
 
 The round trip grades four submissions of chapter 5 with `otter run`, as an instructor grades locally
 (Gradescope runs the same autograder zip): the solutions get full marks, the untouched student notebook
@@ -9,6 +9,7 @@ marks on the others, and a notebook that redefines every check as `lambda *a, **
 from __future__ import annotations
 
 import ast
+import re
 import json
 import subprocess
 import sys
@@ -22,20 +23,23 @@ import pytest
 import yaml
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-import graded_edition
-import launch_notebooks
-import notebooks as nbtool
-import student_edition
+from course import book_index
+from course import cli as course_cli
+from course import graded_edition
+from course import layout
+from course import myst
+from course import solution_audit
+from course import student_edition
 
 ROOT = Path(__file__).resolve().parents[1]
-LESSONS = nbtool.notebooks()
+LESSONS = layout.chapters()
 STEMS = [p.stem for p in LESSONS]
 ROUND_TRIP = "05_one_head"
 
 
 @pytest.fixture(scope="module")
 def book():
-    return launch_notebooks.load_book()
+    return book_index.load_book()
 
 
 @pytest.fixture(scope="module")
@@ -50,9 +54,13 @@ def _lesson(stem):
     return nbformat.read(ROOT / "lessons" / f"{stem}.ipynb", as_version=4)
 
 
+# an exercise's heading in a converted notebook, "### <a id="..."></a>Exercise 5.3 (...)"
+EXERCISE_HEADING = re.compile(r"^#{1,6} (?:<a id=\"[^\"]*\"></a>)*Exercise (?P<number>\d+\.\d+)\b", re.MULTILINE)
+
+
 def _exercise_numbers(nb) -> list[str]:
-    return [m.group("number") for c in nb.cells if c.cell_type == "markdown"
-            for m in graded_edition.EXERCISE_HEADING.finditer(c.source)]
+    """The exercise numbers a reader of ``nb`` sees, from its headings (not from the lesson's records)."""
+    return [m.group("number") for c in nb.cells if c.cell_type == "markdown" for m in EXERCISE_HEADING.finditer(c.source)]
 
 
 def _zip_text(path: Path, name: str) -> str:
@@ -85,8 +93,8 @@ def test_the_student_notebook_is_the_student_edition_with_no_solution_and_nothin
     edition = built[stem]
     lesson = _lesson(stem)
     graded = nbformat.read(edition.student, as_version=4)
-    assert launch_notebooks.open_solutions(graded, lesson, student=True) == []
-    assert launch_notebooks.raw_myst_in_notebook(graded) == []
+    assert solution_audit.open_solutions(graded, lesson, student=True) == []
+    assert myst.raw_myst_in_notebook(graded) == []
     # the same cells as `make student` writes, plus the note; no otter init, check or export cell
     plain = student_edition.student_notebook(lesson, stem, book=book)
     assert [c.source for c in graded.cells if c.get("id") != f"{stem[:2]}-graded"] == [c.source for c in plain.cells]
@@ -129,9 +137,9 @@ def test_the_autograder_installs_this_release_and_the_tested_versions(built):
     edition = built[ROUND_TRIP]
     env = yaml.safe_load(_zip_text(edition.autograder_zip, "environment.yml"))
     pip = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict))
-    url, _ = nbtool.repository()
+    url, _ = layout.repository()
     assert f"python={graded_edition.PYTHON_VERSION}" in env["dependencies"]
-    assert f"attention_lab @ git+{url}@{nbtool.release_ref()}" in pip
+    assert f"attention_lab @ git+{url}@{layout.release_ref()}" in pip
     assert "otter-grader[grading,plugins]==7.0.0" in pip
     assert "torch==2.13.0" in pip and f"--extra-index-url {graded_edition.TORCH_CPU_INDEX}" in pip
     config = json.loads(_zip_text(edition.autograder_zip, "otter_config.json"))
@@ -178,11 +186,11 @@ def test_a_chapter_that_cannot_be_graded_stops_the_command_and_writes_nothing(kw
     out = tmp_path / "out"
     argv = ["--out", str(out), "--no-run-tests", str(path)]
     if cli:
-        result = subprocess.run([sys.executable, str(ROOT / "tools" / "graded_edition.py"), *argv],
-                                capture_output=True, text=True, timeout=300)
+        result = subprocess.run([sys.executable, "-m", "course", "graded", *argv],
+                                capture_output=True, text=True, timeout=300, cwd=ROOT)
         code, err = result.returncode, result.stderr
     else:
-        code, err = graded_edition.main(argv), capsys.readouterr().err
+        code, err = course_cli.main(["graded", *argv]), capsys.readouterr().err
     assert code == 1
     assert "graded edition not written" in err and words in err, err
     assert "98_graded_fixture.ipynb" in err

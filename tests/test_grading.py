@@ -1,6 +1,6 @@
-"""Tests of tools/grade.py: a batch of honest, faulty and hostile submissions, each with its expected score.
+"""Tests of course/grade.py: a batch of honest, faulty and hostile submissions, each with its expected score.
 
-The batch runs as an instructor runs it, `python tools/grade.py CHAPTER SUBMISSIONS --out OUT`, from a
+The batch runs as an instructor runs it, `python -m course grade CHAPTER SUBMISSIONS --out OUT`, from a
 copy of the course under the test's temporary folder, on submissions there too; the hostile ones know
 those paths and aim at them (and at nothing outside the temporary folder). Before and after, the test
 hashes the course's copy, the grader's folder and every submission: unchanged. It watches the grader's
@@ -29,8 +29,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-import grade
-import sandbox
+from course import grade, graded_edition
+from course import sandbox
 
 ROOT = Path(__file__).resolve().parents[1]
 NO_SANDBOX = sandbox.available()
@@ -100,7 +100,7 @@ class Batch:
 
     def run(self, stem: str, *extra: str, out: str = "out", env: dict | None = None) -> tuple[list[str], int]:
         """Run the grader from the course's copy; stop at once if a probe appears. (lines printed, exit status)"""
-        cmd = [sys.executable, str(self.course / "tools/grade.py"), stem, str(self.submissions),
+        cmd = [sys.executable, "-m", "course", "grade", stem, str(self.submissions),
                "--out", str(self.grader / out), *extra]
         environment = env or {**os.environ, "PYTHONPATH": str(self.course)}
         process = subprocess.Popen(cmd, cwd=self.grader, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -208,7 +208,7 @@ def _kinds(batch: Batch, port: int, marker: str) -> dict[str, tuple[str, str, in
             import attention_lab
             package = pathlib.Path(attention_lab.__file__).parent
             passing = "def __getattr__(name):\\n    return lambda *a, **k: True\\n"
-            for path in [*package.glob("*.py"), pathlib.Path("checks.py"), pathlib.Path("/sandbox/out/checks.py"),
+            for path in [*package.rglob("*.py"), pathlib.Path("checks.py"), pathlib.Path("/sandbox/out/checks.py"),
                          pathlib.Path("/sandbox/out/attention_lab/checks.py"), pathlib.Path("/sandbox/in/spec.json")]:
                 try:
                     path.parent.mkdir(parents=True, exist_ok=True)
@@ -463,7 +463,7 @@ def test_refuses_without_a_sandbox_unless_told(tmp_path):
     submissions.mkdir()
     (submissions / "right.ipynb").write_text(_notebook(C1, {"1.1": RIGHT_1}))
     env = {"PATH": str(tmp_path), "PYTHONPATH": str(ROOT), "HOME": str(tmp_path)}  # no bwrap on this PATH
-    cmd = [sys.executable, str(ROOT / "tools/grade.py"), C1, str(submissions), "--out", str(out), "--seed", "1"]
+    cmd = [sys.executable, "-m", "course", "grade", C1, str(submissions), "--out", str(out), "--seed", "1"]
     refused = subprocess.run(cmd, capture_output=True, text=True, env=env)
     assert refused.returncode == 2
     assert "refusing to grade: bubblewrap is not installed" in refused.stderr and "--unsandboxed" in refused.stderr
@@ -483,7 +483,6 @@ def test_refuses_without_a_sandbox_unless_told(tmp_path):
 @pytest.mark.parametrize("kind, expected", [("right", 1), ("rewrites-results", 0)])
 def test_gradescope_runner(tmp_path, kind, expected):
     """The zip's runner, on an /autograder layout in tmp_path: the judge's score, whatever the notebook does."""
-    import graded_edition
 
     root = tmp_path / "autograder"
     (root / "source").mkdir(parents=True)
@@ -534,8 +533,6 @@ def test_gradescope_runner(tmp_path, kind, expected):
 def test_the_zip_runs_the_judge(tmp_path):
     """graded_edition.use_judge: otter's runner replaced by attention_lab.gradescope, otter's tests kept."""
     import zipfile
-
-    import graded_edition
 
     path = tmp_path / "autograder.zip"
     with zipfile.ZipFile(path, "w") as zf:

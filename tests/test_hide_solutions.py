@@ -21,13 +21,14 @@ from bs4 import BeautifulSoup
 from sphinx.errors import ConfigError
 
 import hide_solutions
-import launch_notebooks
-import notebooks as nbtool
+from course import layout
+from course import solution_audit
+from course import tags
 from browsing import missing
 
 ROOT = Path(__file__).resolve().parents[1]
 NORMAL = ROOT / "_build" / "html"
-LESSONS = nbtool.notebooks()
+LESSONS = layout.chapters()
 WORDS = re.compile(r"[A-Za-z][A-Za-z']+")
 SMART_QUOTES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u201c": '"', "\u201d": '"'})
 
@@ -97,7 +98,7 @@ def solution_signatures(lessons) -> list[tuple[str, str]]:
     elsewhere = _shown_elsewhere(lessons)
     found = []
     for lesson in lessons:
-        for kind, text in launch_notebooks.solution_parts(lesson):
+        for kind, text in solution_audit.solution_parts(lesson):
             for line in text.splitlines():
                 plain = " ".join(line.split())
                 if kind == "code":
@@ -185,7 +186,7 @@ def test_the_exercises_and_their_checks_stay_with_their_stored_output(lessons, h
         assert [t.split()[1] for t in titles] == [f"{chapter}.{k}" for k in range(1, len(wanted) + 1)]
         text = " ".join(soup.get_text("").split())
         for cell in lesson.cells:
-            if cell.cell_type == "code" and launch_notebooks.CHECK_CALL.search(cell.source) \
+            if cell.cell_type == "code" and tags.CHECK_CALL.search(cell.source) \
                     and "solution" not in cell.metadata.get("tags", []):
                 assert " ".join(cell.source.split()) in text, (path.name, cell.source)
                 printed = " ".join("".join(o.get("text", "") for o in cell.outputs).split())

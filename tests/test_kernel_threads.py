@@ -1,13 +1,15 @@
 """The chapters' kernels run torch on one thread, set by the harness and not by the chapters (issue 21):
-`make outputs` (tools/notebooks.py) and the kernels started under pytest (conftest.py) both get it."""
+`make outputs` (course/chapters.py) and the kernels started under pytest (conftest.py) both get it."""
 
 import os
 import subprocess
 import sys
 
 import nbformat
-import notebooks as nbtool
 from nbformat.v4 import new_code_cell, new_notebook
+
+from course import chapters as nbtool
+from course import layout
 
 
 def test_make_outputs_runs_the_kernel_on_one_thread_whatever_the_caller_has(tmp_path, monkeypatch):
@@ -27,5 +29,5 @@ def test_pytest_gives_its_kernels_one_thread():
 
 
 def test_no_chapter_sets_the_thread_count_itself():
-    for path in nbtool.notebooks():
+    for path in layout.chapters():
         assert "set_num_threads" not in path.read_text(encoding="utf-8"), path.name

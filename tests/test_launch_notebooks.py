@@ -1,6 +1,6 @@
 """The notebooks learners open read as plain Markdown, with every solution folded until asked for.
 
-tools/launch_notebooks.py turns each chapter (MyST, for the book) into notebooks/NN_slug.ipynb, which Colab,
+course/launch_notebooks.py turns each chapter (MyST, for the book) into notebooks/NN_slug.ipynb, which Colab,
 Binder and `jupyter lab notebooks/` open, and the student editions go through the same conversion. These
 tests count raw MyST and open solutions in every notebook a launch link opens and in every student edition,
 and expect zero of each. The two counters are proven first on tests/fixtures/99_every_myst_construct.ipynb,
@@ -16,18 +16,25 @@ import re
 from pathlib import Path
 
 import exercise_numbers
-import launch_notebooks as ln
+from course import book_index
+from course import chapters as nbtool
+from course import cli
+from course import launch_notebooks as ln
+from course import layout
+from course import myst
+from course import solution_audit
+from course import solution_code
+from course import student_edition
+from course import tags
 import nbformat
 import pytest
-import student_edition
 from browsing import built_page
 from nbformat.v4 import new_markdown_cell
 
-import notebooks as nbtool
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = ROOT / "tests" / "fixtures" / "99_every_myst_construct.ipynb"
-CHAPTERS = [p.stem for p in nbtool.notebooks()]
+CHAPTERS = [p.stem for p in layout.chapters()]
 
 
 def lesson(stem):
@@ -40,7 +47,7 @@ def fixture():
 
 @pytest.fixture(scope="module")
 def book():
-    return ln.load_book(extra=[FIXTURE])
+    return book_index.load_book(extra=[FIXTURE])
 
 
 @pytest.fixture(scope="module")
@@ -49,13 +56,13 @@ def converted(book):
 
 
 def raw_count(nb) -> collections.Counter:
-    return collections.Counter(kind for c in nb.cells if c.cell_type == "markdown" for kind, _ in ln.raw_myst(c.source))
+    return collections.Counter(kind for c in nb.cells if c.cell_type == "markdown" for kind, _ in myst.raw_myst(c.source))
 
 
 # --- the counters, proven on the fixture -------------------------------------------------------------
 
 def test_the_raw_myst_counter_finds_every_construct_in_the_fixture():
-    found = [item for c in fixture().cells if c.cell_type == "markdown" for item in ln.raw_myst(c.source)]
+    found = [item for c in fixture().cells if c.cell_type == "markdown" for item in myst.raw_myst(c.source)]
     counts = collections.Counter(kind for kind, _ in found)
     # 24 roles (one wrapped over two lines), 16 directive fences of backticks (3 and 4) and colons,
     # 10 option lines, 3 label lines, 1 labelled display equation, 1 definition-list line
@@ -71,25 +78,25 @@ def test_the_raw_myst_counter_finds_every_construct_in_the_fixture():
 def test_the_open_solution_counter_sees_each_way_a_solution_can_show(converted):
     lesson_nb = fixture()
     # the chapter itself shows all five: two code cells, three text answers
-    assert len(ln.open_solutions(lesson_nb, lesson_nb)) == 5
-    assert ln.open_solutions(converted, lesson_nb) == []
+    assert len(solution_audit.open_solutions(lesson_nb, lesson_nb)) == 5
+    assert solution_audit.open_solutions(converted, lesson_nb) == []
     unfolded = copy.deepcopy(converted)
     form = next(c for c in unfolded.cells if c.source.startswith("#@title Solution to Exercise 99.1"))
     form.metadata["jupyter"]["source_hidden"] = False
-    assert ln.open_solutions(unfolded, lesson_nb) == ["code solution shown: 'def f(x):'"]
+    assert solution_audit.open_solutions(unfolded, lesson_nb) == ["code solution shown: 'def f(x):'"]
     opened = copy.deepcopy(converted)
     answer = next(c for c in opened.cells if "Solution to Exercise 99.2" in c.source)
     answer.source = answer.source.replace("<details>", "<details open>")
-    assert "a <details> block is open" in ln.open_solutions(opened, lesson_nb)
+    assert "a <details> block is open" in solution_audit.open_solutions(opened, lesson_nb)
     unwrapped = copy.deepcopy(converted)
     answer = next(c for c in unwrapped.cells if "Solution to Exercise 99.2" in c.source)
     answer.source = re.sub(r"</?details>|<summary>.*?</summary>", "", answer.source)
-    assert len(ln.open_solutions(unwrapped, lesson_nb)) == 1
+    assert len(solution_audit.open_solutions(unwrapped, lesson_nb)) == 1
     dropped = copy.deepcopy(converted)
     dropped.cells = [c for c in dropped.cells if not c.source.startswith("#@title Solution to Exercise 99.1")]
-    assert ln.open_solutions(dropped, lesson_nb) == ["code solution missing: 'def f(x):'"]
+    assert solution_audit.open_solutions(dropped, lesson_nb) == ["code solution missing: 'def f(x):'"]
     # in a student edition even a folded solution is one too many
-    assert len(ln.open_solutions(converted, lesson_nb, student=True)) == 5
+    assert len(solution_audit.open_solutions(converted, lesson_nb, student=True)) == 5
 
 
 def inventory(nb) -> dict[str, set]:
@@ -101,7 +108,7 @@ def inventory(nb) -> dict[str, set]:
         found[f"{cell.cell_type} metadata"].update(k for k in cell.metadata if k != "tags")
         if cell.cell_type != "markdown":
             continue
-        for kind, text in ln.raw_myst(cell.source):
+        for kind, text in myst.raw_myst(cell.source):
             if kind == "role":
                 found["roles"].add(re.match(r"\{([^}]+)\}", text).group(1))
             elif kind == "directive":
@@ -127,7 +134,7 @@ def test_the_fixture_holds_every_construct_the_chapters_use():
     held = inventory(fixture())
     missing = {key: sorted(map(str, values - held[key])) for key, values in wanted.items() if values - held[key]}
     assert not missing, (f"the chapters use constructs {FIXTURE.name} lacks: {missing}; add each to the fixture, "
-                         "with its conversion in tools/launch_notebooks.py")
+                         "with its conversion in course/plain_markdown.py")
 
 
 # --- the conversion, on the fixture ------------------------------------------------------------------
@@ -135,7 +142,7 @@ def test_the_fixture_holds_every_construct_the_chapters_use():
 def test_the_fixture_converts_to_plain_markdown_with_solutions_folded(converted):
     assert raw_count(converted) == {}
     text = "\n\n".join(c.source for c in converted.cells if c.cell_type == "markdown")
-    base = nbtool.pages_url(nbtool.repository()[0])
+    base = layout.pages_url(layout.repository()[0])
     # labels become invisible anchors in the heading or paragraph they name
     assert '# <a id="ch-fixture"></a>99. Every MyST construct' in text
     assert '<a id="fig-fixture"></a>**Fig. 99.**' in text
@@ -223,7 +230,7 @@ def test_a_solution_form_cell_keeps_what_later_cells_need_and_folds_what_prints(
     converted = ln.plain_notebook(nb, FIXTURE.stem, book)
     cells = {c.get("id"): c for c in converted.cells}
     assert cells["99-010"].source == f"#@title Solution to Exercise 99.1\n{DEF}{form}".rstrip()
-    assert ln.open_solutions(converted, nb) == []
+    assert solution_audit.open_solutions(converted, nb) == []
     shown = cells.get("99-010-shown")
     if folded is None:
         assert shown is None
@@ -239,7 +246,7 @@ def test_a_solution_form_cell_keeps_what_later_cells_need_and_folds_what_prints(
     ("%time y = 1", "", "a solution that is not plain Python"),
 ])
 def test_a_solution_that_cannot_be_split_stops_the_conversion_naming_the_cell(book, source, later, words):
-    with pytest.raises(ln.LaunchError) as info:
+    with pytest.raises(book_index.LaunchError) as info:
         ln.plain_notebook(with_solution(source, later), FIXTURE.stem, book,
                           name="lessons/99_every_myst_construct.ipynb")
     assert str(info.value).startswith("lessons/99_every_myst_construct.ipynb: cell 10 (id 99-010): ")
@@ -258,7 +265,7 @@ def test_a_solution_that_cannot_be_split_stops_the_conversion_naming_the_cell(bo
 def test_a_construct_without_a_plain_form_stops_the_conversion_naming_the_cell(book, source, words):
     nb = fixture()
     nb.cells.insert(3, new_markdown_cell(source, id="99-bad"))
-    with pytest.raises(ln.LaunchError) as info:
+    with pytest.raises(book_index.LaunchError) as info:
         ln.plain_notebook(nb, FIXTURE.stem, book, name="lessons/99_every_myst_construct.ipynb")
     assert "lessons/99_every_myst_construct.ipynb: cell 3 (id 99-bad)" in str(info.value)
     assert words in str(info.value)
@@ -267,7 +274,7 @@ def test_a_construct_without_a_plain_form_stops_the_conversion_naming_the_cell(b
 def test_an_answer_tagged_solution_outside_a_solution_stops_the_conversion(book):
     nb = fixture()
     nb.cells.insert(3, new_markdown_cell("The answer is 42.", id="99-loose", metadata={"tags": ["solution"]}))
-    with pytest.raises(ln.LaunchError, match=r"cell 3 \(id 99-loose\): a markdown cell tagged `solution` outside"):
+    with pytest.raises(book_index.LaunchError, match=r"cell 3 \(id 99-loose\): a markdown cell tagged `solution` outside"):
         ln.plain_notebook(nb, FIXTURE.stem, book)
 
 
@@ -278,14 +285,14 @@ def test_the_launch_notebook_holds_no_raw_myst_and_no_open_solution(stem, book):
     links = nbtool.launch_links(ROOT / "lessons" / f"{stem}.ipynb")
     for kind in ("binder", "colab"):
         opened = re.search(r"(notebooks/[^/?]+\.ipynb)$", links[kind]).group(1)
-        assert opened == f"notebooks/{stem}.ipynb" and f"/{nbtool.release_ref()}" in links[kind]
+        assert opened == f"notebooks/{stem}.ipynb" and f"/{layout.release_ref()}" in links[kind]
         assert (ROOT / opened).is_file(), f"{kind} opens {opened}, which is not committed: run `make launch`"
     nb = nbformat.read(ROOT / "notebooks" / f"{stem}.ipynb", as_version=4)
-    raw = ln.raw_myst_in_notebook(nb)
+    raw = myst.raw_myst_in_notebook(nb)
     assert raw == [], f"raw MyST in notebooks/{stem}.ipynb: {raw}"
     source = lesson(stem)
     # nothing shown, and every code solution still there, folded (open_solutions reports a missing one)
-    assert ln.open_solutions(nb, source) == []
+    assert solution_audit.open_solutions(nb, source) == []
     solved = {m for c in source.cells if c.cell_type == "markdown"
               for m in re.findall(r"\{solution(?:-start)?\}\s*(\S+)", c.source)}
     titles = set(re.findall(r"(?:#@title |<summary>)Solution to Exercise ([\d.]+)",
@@ -299,8 +306,8 @@ def test_the_launch_notebook_holds_no_raw_myst_and_no_open_solution(stem, book):
 def test_the_student_edition_holds_no_raw_myst_and_no_solution(stem, book):
     source = lesson(stem)
     nb = student_edition.student_notebook(source, stem, f"lessons/{stem}.ipynb", book)
-    assert ln.raw_myst_in_notebook(nb) == []
-    assert ln.open_solutions(nb, source, student=True) == []
+    assert myst.raw_myst_in_notebook(nb) == []
+    assert solution_audit.open_solutions(nb, source, student=True) == []
     stubs = [c for c in nb.cells if "exercise-stub" in c.metadata.get("tags", [])]
     assert stubs and all(c.source.startswith("# Exercise ") for c in stubs)
 
@@ -332,8 +339,8 @@ def test_no_folded_solution_or_set_up_cell_can_print(edition, book):
     printing = {f"{stem} {c.get('id')}": can_print(c.source) for stem, c in hidden if can_print(c.source)}
     assert printing == {}, f"folded cells that print after Run all: {printing}"
     solutions = sum(c.source.startswith("#@title Solution") for _, c in hidden)
-    code = sum(ln.SOLUTION in c.metadata.get("tags", []) and c.cell_type == "code" for s in CHAPTERS
-               for c in lesson(s).cells) - sum(len(ln.demonstrations(lesson(s))) for s in CHAPTERS)
+    code = sum(tags.SOLUTION in c.metadata.get("tags", []) and c.cell_type == "code" for s in CHAPTERS
+               for c in lesson(s).cells) - sum(len(solution_code.demonstrations(lesson(s))) for s in CHAPTERS)
     assert solutions == (0 if edition == "student" else code), "a folded solution is missing, or one is left in"
     assert len(hidden) >= len(CHAPTERS), "every chapter has its folded bootstrap cell"
 
@@ -364,11 +371,11 @@ def test_exercise_headings_follow_the_books_numbering(stem):
 
 
 def test_notebooks_follow_lessons(tmp_path, monkeypatch):
-    """`make book` runs `tools/notebooks.py check`, which fails while notebooks/ is stale."""
+    """`make book` runs `python -m course check`, which fails while notebooks/ is stale."""
     stale = ln.stale()
     assert stale == [], f"notebooks/ is out of date with lessons/: {stale}; run `make launch` and commit"
     # the check fails on a hand edit, a missing notebook and a notebook without a chapter
-    monkeypatch.setattr(ln, "target_dir", lambda: tmp_path)
+    monkeypatch.setattr(ln, "LAUNCH", tmp_path)
     ln.write()
     first = min(tmp_path.glob("*.ipynb"))
     first.write_text(first.read_text().replace("Exercise", "Exercize"))
@@ -376,7 +383,7 @@ def test_notebooks_follow_lessons(tmp_path, monkeypatch):
     sorted(tmp_path.glob("*.ipynb"))[1].unlink()
     found = ln.stale()
     assert len(found) == 3 and any("07_gone.ipynb (no chapter" in f for f in found)
-    assert nbtool.main(["check"]) == 1
+    assert cli.main(["check"]) == 1
 
 
 # --- the hosted book's download button ------------------------------------------------------------------
@@ -438,7 +445,7 @@ def test_binder_installs_the_learners_set_with_the_cpu_index():
 
 def test_how_to_run_gives_the_real_clone_command_and_every_platform():
     page = (ROOT / "book" / "how_to_run.md").read_text()
-    url, _ = nbtool.repository()
+    url, _ = layout.repository()
     assert nbtool.clone_block() in page, "the clone command is stale: run `make sync`"
     assert f"git clone {url}\n" in page
     assert "REPOSITORY_URL" not in page

@@ -30,8 +30,10 @@ from pathlib import Path
 
 import pytest
 
-import notebooks as nbtool
-from browsing import free_port, missing
+from browsing import missing
+
+from course import layout
+from course.browser import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "book" / "how_to_run.md"
@@ -93,7 +95,7 @@ def test_the_documented_local_route_runs_a_chapter_from_a_fresh_clone(tmp_path):
     blocks = console_blocks(PAGE.read_text())
     assert len(blocks) >= 2, "book/how_to_run.md: expected the clone block, then the Linux and macOS block"
     clone, linux = blocks[0], blocks[1]
-    url, _ = nbtool.repository()
+    url, _ = layout.repository()
     assert clone[0] == f"git clone {url}", "the clone block is stale: run `make sync`"
     if shutil.which(linux[0].split()[0]) is None:
         missing(f"`{linux[0].split()[0]}` is not on the PATH; the page's first command needs it")

@@ -1,7 +1,7 @@
 """Nothing broken reaches a reader: code that does not parse, a stored error, a malformed notebook.
 
 book/_ext/notebook_checks.py fails the book's build on the first two, naming file and cell; every tool
-that reads a notebook (tools/notebooks.py ``read_notebook``) and the build stop on a malformed one with one
+that reads a notebook (course/notebook_file.py ``read_notebook``) and the build stop on a malformed one with one
 line naming the file. Nothing here builds the book or runs a kernel.
 """
 
@@ -12,15 +12,18 @@ import sys
 import types
 from pathlib import Path
 
-import graded_edition
-import launch_notebooks
+from course import book_index
+from course import cli
+from course import graded_edition
+from course import launch_notebooks
+from course import layout
+from course import notebook_file
+from course import student_edition
 import nbformat
 import notebook_checks
 import pytest
-import student_edition
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
-import notebooks as nbtool
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTER = ROOT / "lessons" / "01_plain_causal_average.ipynb"
@@ -57,7 +60,7 @@ def test_a_broken_cell_is_named_by_file_cell_and_first_line(tmp_path, source, ta
 
 
 def test_the_chapters_are_sound():
-    assert [line for path in nbtool.notebooks() for line in notebook_checks.problems(path)] == []
+    assert [line for path in layout.chapters() for line in notebook_checks.problems(path)] == []
 
 
 def test_the_build_reports_every_notebook_page_and_exits_1(tmp_path, caplog):
@@ -100,18 +103,18 @@ def one_line(message: str, path: Path, words: str) -> None:
 
 def test_the_shared_reader_names_the_file_and_the_problem(malformed):
     path, words = malformed
-    with pytest.raises(nbtool.NotebookError) as info:
-        nbtool.read_notebook(path)
+    with pytest.raises(notebook_file.NotebookError) as info:
+        notebook_file.read_notebook(path)
     one_line(str(info.value), path, words)
     assert info.value.code == str(info.value), "a SystemExit with its message: the command line exits 1"
 
 
 @pytest.mark.parametrize("run", [
-    lambda path, out: nbtool.main(["check", str(path)]),
+    lambda path, out: cli.main(["check", str(path)]),
     lambda path, out: launch_notebooks.launch_notebook(path),
-    lambda path, out: launch_notebooks.load_book(extra=[path]),
-    lambda path, out: student_edition.main(["--out", str(out), str(path)]),
-    lambda path, out: graded_edition.main(["--no-run-tests", "--out", str(out), str(path)]),
+    lambda path, out: book_index.load_book(extra=[path]),
+    lambda path, out: cli.main(["student", "--out", str(out), str(path)]),
+    lambda path, out: cli.main(["graded", "--no-run-tests", "--out", str(out), str(path)]),
 ], ids=["notebooks check", "launch_notebooks", "load_book", "student_edition", "graded_edition"])
 def test_every_tool_stops_on_a_malformed_notebook_with_one_line(malformed, tmp_path, run):
     path, words = malformed
@@ -134,7 +137,7 @@ def test_the_build_reports_a_malformed_notebook_and_reads_a_placeholder(malforme
 def test_the_command_line_prints_one_line_and_exits_1(tmp_path):
     path = tmp_path / CHAPTER.name
     path.write_text(CHAPTER.read_text()[:5000])
-    done = subprocess.run([sys.executable, str(ROOT / "tools" / "notebooks.py"), "check", str(path)],
+    done = subprocess.run([sys.executable, "-m", "course", "check", str(path)],
                           capture_output=True, text=True, cwd=ROOT)
     assert done.returncode == 1
     one_line(done.stderr.rstrip("\n"), path, "not a valid notebook (JSON ends early at line ")

@@ -1,11 +1,11 @@
-"""tools/notebooks.py: re-executing an unchanged notebook writes the same bytes, widget state included."""
+"""course/chapters.py: re-executing an unchanged notebook writes the same bytes, widget state included."""
 
 import hashlib
 import json
 import os
 
 import nbformat
-import notebooks as nbtool
+from course import chapters as nbtool
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 

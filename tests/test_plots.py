@@ -357,3 +357,18 @@ def test_saturation_curves_draw_the_same_picture_on_every_cpu_capability():
     assert len({values for values, _ in runs.values()}) > 1 or len(runs) == 1, \
         "the softmax values no longer differ between CPU capabilities: this test proves nothing; drop it"
     assert len({picture for _, picture in runs.values()}) == 1, f"pictures differ by CPU capability: {runs}"
+
+
+def test_every_name_read_from_plots_is_one_of_its_public_names():
+    """The package is split by what it draws, behind one front door: whatever a chapter, the package, a
+    tool or a test reads as ``plots.<name>`` is in ``attention_lab.plots.__all__`` and defined there."""
+    import pathlib
+    import re
+
+    root = pathlib.Path(__file__).resolve().parents[1]
+    sources = [*root.glob("lessons/*.ipynb"), *root.glob("attention_lab/*.py"), *root.glob("tools/*.py"),
+               *root.glob("book/_ext/*.py"), *root.glob("tests/**/*.py")]
+    used = {name for path in sources for name in re.findall(r"\bplots\.([A-Za-z]\w*)", path.read_text())}
+    assert {"attention_heatmap", "Frame", "HeatmapArtist"} <= used
+    assert sorted(used - set(plots.__all__)) == []
+    assert all(hasattr(plots, name) for name in plots.__all__)

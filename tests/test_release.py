@@ -1,6 +1,7 @@
-"""One version everywhere, and `tools/release.py` moving all of it to a new tag.
+"""One version everywhere, and `course/release.py` moving all of it to a new tag.
 
-The version is written in pyproject.toml; `attention_lab.__version__`, the changelog's newest entry, the
+The version is written once, as `attention_lab.__version__` (pyproject.toml reads it from there); the
+changelog's newest entry, the
 bootstrap cell of every notebook (`attention_lab @ git+URL@vX.Y.Z`) and the README's Binder and Colab
 links must all name the same release. The last test releases a new version in a temporary clone of this
 checkout (no GitHub here: the tag is local), and installs the package the way a notebook's bootstrap
@@ -17,14 +18,15 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import tomllib
 import venv
 from pathlib import Path
 
 import nbformat
 import pytest
 
-import notebooks as nbtool
-import release
+from course import layout
+from course import release
 
 ROOT = Path(__file__).resolve().parents[1]
 SPEC = re.compile(r"attention_lab @ git\+(\S+?)@([^\s\"']+)")
@@ -36,12 +38,17 @@ GIT_IDENTITY = {"GIT_AUTHOR_NAME": "Release Test", "GIT_AUTHOR_EMAIL": "release-
 
 def versions(root: Path) -> dict[str, str | None]:
     """Where the version is written, read as text (so it also works in a clone that is not installed)."""
-    pyproject = re.search(r'^version = "([^"]+)"', (root / "pyproject.toml").read_text(), re.M)
     package = re.search(r'^__version__ = "([^"]+)"', (root / "attention_lab" / "__init__.py").read_text(), re.M)
     top = release.top_released((root / "CHANGELOG.md").read_text())
-    return {"pyproject.toml": pyproject and pyproject.group(1),
-            "attention_lab/__init__.py": package and package.group(1),
+    return {"attention_lab/__init__.py": package and package.group(1),
             "CHANGELOG.md (newest entry)": top and top[0]}
+
+
+def test_the_version_is_written_once():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert "version" not in project["project"] and "version" in project["project"]["dynamic"]
+    assert project["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "attention_lab.__version__"}
+    assert layout.version() == versions(ROOT)["attention_lab/__init__.py"]
 
 
 def bootstrap_refs(root: Path) -> dict[str, list[str]]:
@@ -75,9 +82,9 @@ def assert_everything_names(root: Path, version: str) -> None:
 def test_version_changelog_bootstrap_and_launch_links_agree():
     import attention_lab
 
-    version = nbtool.version()
-    assert nbtool.release_ref() == f"v{version}"
-    assert attention_lab.__version__ == version, "attention_lab.__version__ differs from pyproject.toml"
+    version = layout.version()
+    assert layout.release_ref() == f"v{version}"
+    assert attention_lab.__version__ == version, "the installed attention_lab is not this checkout's"
     assert_everything_names(ROOT, version)
 
 
@@ -154,7 +161,7 @@ def clone_of_this_checkout(dest: Path, *options: str) -> Path:
 
 
 def run_release(repo: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(repo / "tools" / "release.py"), *args], cwd=repo, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "course", "release", *args], cwd=repo, capture_output=True,
                           text=True, env={**os.environ, **GIT_IDENTITY}, timeout=300)
 
 
@@ -169,7 +176,7 @@ def fill_unreleased(repo: Path, lines: str) -> None:
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 def test_release_in_a_clone_moves_everything_to_the_new_tag_and_the_bootstrap_cell_installs_it(tmp_path):
     repo = clone_of_this_checkout(tmp_path / "clone")
-    old = versions(repo)["pyproject.toml"]
+    old = versions(repo)["attention_lab/__init__.py"]
     major, minor, _ = release.parse(old)
     new = f"{major}.{minor + 1}.0"
     ref = f"v{new}"
@@ -209,7 +216,7 @@ def test_release_in_a_clone_moves_everything_to_the_new_tag_and_the_bootstrap_ce
     assert not changelog[start:end].strip(), "the Unreleased section is not left empty after the release"
 
     # the package at the tag, installed by the bootstrap cell itself into an environment that lacks it
-    url, _ = nbtool.repository()
+    url, _ = layout.repository()
     cell = nbformat.read(repo / "lessons" / "01_plain_causal_average.ipynb", as_version=4).cells[0]
     assert f"attention_lab @ git+{url}@{ref}" in cell.source
     local_cell = cell.source.replace(f"git+{url}@", f"git+file://localhost{repo}@")
@@ -260,12 +267,12 @@ def first_grading_commands() -> list[str]:
 def test_the_instructors_first_commands_reach_the_release_from_a_clone_without_tags(tmp_path):
     # a clone of main as it lands carries no tags; the page's commands must still reach the release it names
     commands = first_grading_commands()
-    ref = nbtool.release_ref()
+    ref = layout.release_ref()
     assert commands == ["make release-tags", f"git switch --detach {ref}", "make graded"], commands
     repo = clone_of_this_checkout(tmp_path / "clone", "--no-tags")
     assert not git(repo, "tag", "--list"), "the clone was meant to have no tags"
-    released = git(repo, "log", "--format=%H", "-1", f"--grep=^Release {nbtool.version()}$")
-    assert released, f"no commit 'Release {nbtool.version()}' in the history: was the release made by make release?"
+    released = git(repo, "log", "--format=%H", "-1", f"--grep=^Release {layout.version()}$")
+    assert released, f"no commit 'Release {layout.version()}' in the history: was the release made by make release?"
     for command in commands[:-1]:  # `make graded` itself is tested by tests/test_graded_edition.py
         done = subprocess.run(command.split(), cwd=repo, capture_output=True, text=True, timeout=120,
                               env={**os.environ, **GIT_IDENTITY})
@@ -275,4 +282,4 @@ def test_the_instructors_first_commands_reach_the_release_from_a_clone_without_t
             again = subprocess.run(command.split(), cwd=repo, capture_output=True, text=True, timeout=120)
             assert f"{ref}: already here" in again.stdout, "a second run must leave the tags as they are"
     assert git(repo, "rev-parse", "HEAD") == released
-    assert versions(repo)["pyproject.toml"] == nbtool.version()
+    assert versions(repo)["attention_lab/__init__.py"] == layout.version()

@@ -2,7 +2,7 @@
 
 Strict nbval compares a chapter's text outputs; this test also covers what nbval skips: pictures,
 widget state (the explorers' saved pictures and controls) and metadata. Each chapter is copied into a
-temporary folder and executed there the way `make outputs` does it (`tools/notebooks.py execute`), and
+temporary folder and executed there the way `make outputs` does it (`python -m course execute`), and
 the file it writes must equal the committed one. So a maintainer's `make outputs` on an unchanged clone
 leaves `git diff` empty, and a stored picture can never drift from the code that draws it.
 """
@@ -15,9 +15,10 @@ import shutil
 import nbformat
 import pytest
 
-import notebooks as nbtool
+from course import chapters as nbtool
+from course import layout
 
-CHAPTERS = nbtool.notebooks()
+CHAPTERS = layout.chapters()
 
 
 def differences(stored: dict, fresh: dict) -> list[str]:

@@ -1,4 +1,4 @@
-"""Tests of tools/student_edition.py: the transform on a synthetic chapter, and every real chapter's
+"""Tests of course/student_edition.py: the transform on a synthetic chapter, and every real chapter's
 student edition run top to bottom with each check answering "not yet implemented"."""
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-import launch_notebooks
-import notebooks as nbtool
-import student_edition
+from course import layout
+from course import myst
+from course import student_edition
 
 ROOT = Path(__file__).resolve().parents[1]
 make_student_notebook = student_edition.make_student_notebook
@@ -134,14 +134,13 @@ def test_command_writes_notebooks_and_zips(tmp_path):
     lessons.mkdir()
     nbformat.write(chapter(), lessons / "01_plain_causal_average.ipynb")
     out = tmp_path / "student"
-    script = ROOT / "tools" / "student_edition.py"
-    result = subprocess.run([sys.executable, str(script), "--out", str(out), str(lessons / "01_plain_causal_average.ipynb")],
-                            capture_output=True, text=True)
+    result = subprocess.run([sys.executable, "-m", "course", "student", "--out", str(out),
+                             str(lessons / "01_plain_causal_average.ipynb")], capture_output=True, text=True, cwd=ROOT)
     assert result.returncode == 0, result.stderr
     written = nbformat.read(out / "01_plain_causal_average.ipynb", as_version=4)
-    # the six cells of the transform, in plain Markdown (tools/launch_notebooks.py), and the note on running it
+    # the six cells of the transform, in plain Markdown (course/launch_notebooks.py), and the note on running it
     assert [c["id"] for c in written.cells] == ["01-000", "01-001", "01-run", "01-002", "01-003", "01-004", "01-008"]
-    assert launch_notebooks.raw_myst_in_notebook(written) == []
+    assert myst.raw_myst_in_notebook(written) == []
     assert written.cells[4].source.startswith('### <a id="ex-average-loop"></a>Exercise 1.1\n')
     assert written.cells[5].source.startswith("# Exercise 1.1: write your answer here")
     with zipfile.ZipFile(out / "01_plain_causal_average.zip") as zf:
@@ -153,8 +152,8 @@ def test_command_fails_clearly_and_writes_nothing(tmp_path):
     path = tmp_path / "02_queries_keys_values.ipynb"
     nbformat.write(chapter(stub_tags=()), path)
     out = tmp_path / "student"
-    result = subprocess.run([sys.executable, str(ROOT / "tools" / "student_edition.py"), "--out", str(out), str(path)],
-                            capture_output=True, text=True)
+    result = subprocess.run([sys.executable, "-m", "course", "student", "--out", str(out), str(path)],
+                            capture_output=True, text=True, cwd=ROOT)
     assert result.returncode != 0
     assert "02_queries_keys_values.ipynb: cell 6 (id 01-006)" in result.stderr
     assert not out.exists()
@@ -183,7 +182,7 @@ def test_synthetic_student_edition_runs_and_says_not_yet_implemented(tmp_path):
     assert "✗ not yet implemented: fill in `causal_average` above" in _text(nb.cells[-1])
 
 
-REAL = nbtool.notebooks()
+REAL = layout.chapters()
 
 
 @pytest.mark.slow

@@ -1,4 +1,4 @@
-"""attention_lab.training and tools/train.py: chapter 6's model, its exact validation loss, training
+"""attention_lab.training and course/train.py: chapter 6's model, its exact validation loss, training
 runs that repeat exactly, and the shipped weights reproducing the logged losses."""
 
 import hashlib
@@ -10,7 +10,8 @@ from importlib import resources
 import pytest
 import torch
 import torch.nn.functional as F
-import train as train_tool
+from course import cli
+from course import train as train_tool
 
 from attention_lab import text, training
 
@@ -226,7 +227,7 @@ def test_train_explains_bad_arguments(kwargs, words):
 
 
 def test_the_training_tool_writes_files_that_load_trained_reads(tmp_path, one_thread, capsys):
-    assert train_tool.main(["--out", str(tmp_path), "--steps", "30", "--batch-size", "8", "--log-every",
+    assert cli.main(["train", "--out", str(tmp_path), "--steps", "30", "--batch-size", "8", "--log-every",
                             "10", "--quiet"]) in (0, 1)
     printed = capsys.readouterr().out
     loaded = training.load_trained(tmp_path)

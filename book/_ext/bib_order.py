@@ -6,13 +6,14 @@ formatting style ``lesson`` (``unsrt`` with that sorting) for ``bibtex_default_s
 """
 
 import re
-from pathlib import Path
 
 from pybtex.plugin import register_plugin
 from pybtex.style.formatting.unsrt import Style as UnsrtStyle
 from pybtex.style.sorting import BaseSortingStyle
 
-BIB = Path(__file__).resolve().parents[1] / "references.bib"
+from course.layout import BOOK
+
+BIB = BOOK / "references.bib"
 
 
 def bib_keys() -> list[str]:

@@ -9,14 +9,14 @@ the file, the cell (index, id, first line), the problem and the fix:
 - a code cell whose source does not parse as Python (IPython magics such as ``%timeit`` and ``!pip``
   are transformed first, as IPython does, so they pass);
 - a stored output of type ``error``;
-- a file that is not a readable notebook (tools/notebooks.py ``parse_notebook``, the reader every tool
+- a file that is not a readable notebook (course/notebook_file.py ``parse_notebook``, the reader every tool
   uses): its page is then read as a one-cell placeholder, so the build goes on to report every problem
   instead of stopping at nbformat's traceback.
 
 A cell tagged ``raises-exception`` is the lesson showing an error on purpose: it passes both checks.
 Nothing is executed (re-running the chapters and comparing outputs is nbval's job).
 
-Why here, and not in ``tools/notebooks.py check``: this extension runs in every build of the book, so
+Why here, and not in ``python -m course check``: this extension runs in every build of the book, so
 ``make book``, ``make book-without-solutions``, the deploy workflow (which runs ``make book``) and a bare
 ``jupyter-book build .`` all stop; and it reads the files on disk at every build, not only the pages
 Sphinx re-reads, so an incremental build that re-reads nothing still fails. With ``-W`` the errors fail
@@ -31,7 +31,8 @@ from pathlib import Path
 import nbformat
 from sphinx.util import logging
 
-from launch_buttons import course_tool
+from course.layout import shown
+from course.notebook_file import NotebookError, parse_notebook, read_notebook
 
 logger = logging.getLogger(__name__)
 RAISES = "raises-exception"
@@ -70,12 +71,11 @@ def broken_cells(nb, name: str) -> list[str]:
 
 def problems(path: Path) -> list[str]:
     """Every problem of one notebook file, as error lines; none for a sound one."""
-    tool = course_tool()
     try:
-        nb = tool.read_notebook(path)
-    except tool.NotebookError as exc:
+        nb = read_notebook(path)
+    except NotebookError as exc:
         return [str(exc)]
-    return broken_cells(nb, tool.shown(path))
+    return broken_cells(nb, shown(path))
 
 
 def check_notebooks(app, env, docnames) -> None:
@@ -93,12 +93,11 @@ def check_notebooks(app, env, docnames) -> None:
 def placeholder_for_malformed(app, docname, source) -> None:
     """``source-read``: a notebook that cannot be read becomes a one-cell page (its error is already reported)."""
     path = Path(app.env.doc2path(docname))
-    tool = course_tool()
     if path.suffix != ".ipynb":
         return
     try:
-        tool.parse_notebook(source[0], tool.shown(path))
-    except tool.NotebookError as exc:
+        parse_notebook(source[0], shown(path))
+    except NotebookError as exc:
         cell = nbformat.v4.new_markdown_cell(f"# {path.stem}\n\nThis notebook cannot be read: {exc}")
         source[0] = nbformat.writes(nbformat.v4.new_notebook(cells=[cell]))
 

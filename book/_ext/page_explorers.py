@@ -22,14 +22,14 @@ from __future__ import annotations
 import html
 import json
 import re
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from course.layout import DATA
+
 PAGE_KEY = "attention_lab_page"  # attention_lab.explorers.PAGE_KEY (the package is not imported here)
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 MODEL_REF = re.compile(r"IPY_MODEL_([0-9a-f]{32})")
-COLOUR_MAPS = ROOT / "attention_lab" / "data" / "colour_maps.json"
+COLOUR_MAPS = DATA / "colour_maps.json"
 SCRIPTS = ("engine/attention.js", "engine/explorers.js")
 MARK = 'class="attention-explorer"'
 

@@ -1,6 +1,6 @@
 """Serve the widget manager from the book's own static files, and render the maths at build time, when they exist.
 
-`tools/vendor_js.py` (run by `make book`) copies html-manager's bundle and KaTeX's stylesheet and fonts
+`python -m course vendor` (run by `make book`) copies html-manager's bundle and KaTeX's stylesheet and fonts
 from node_modules into book/_static/vendor/ and writes vendor/manifest.json. At build time this
 extension reads the manifest:
 - present: myst-nb's `nb_ipywidgets_js` points at the copied widget manager (relative to _static/, so
@@ -46,11 +46,11 @@ def choose_assets(app: Sphinx, config: Config) -> None:
     if manifest_path.is_file():
         manifest = json.loads(manifest_path.read_text())
         if manifest.get("html_manager_js", "").endswith(AMD_BUNDLE):
-            # written by an older tools/vendor_js.py: the AMD bundle would load without its require.js
-            raise ConfigError(f"{MANIFEST} names html-manager's {AMD_BUNDLE}; rerun `python tools/vendor_js.py`")
+            # written by an older course/vendor_js.py: the AMD bundle would load without its require.js
+            raise ConfigError(f"{MANIFEST} names html-manager's {AMD_BUNDLE}; rerun `python -m course vendor`")
         missing = [k for k in ("html_manager_js", "katex_css") if not (srcdir / STATIC / manifest.get(k, "-")).is_file()]
         if missing:
-            raise ConfigError(f"{MANIFEST} lists files that are missing ({missing}); rerun `python tools/vendor_js.py`")
+            raise ConfigError(f"{MANIFEST} lists files that are missing ({missing}); rerun `python -m course vendor`")
         # order matters: the setup shim registers its `load` handler before the widget bundle's
         config.nb_ipywidgets_js = {SETUP_JS: {}, manifest["html_manager_js"]: {}}
         use_katex(app, config, manifest)
@@ -59,7 +59,7 @@ def choose_assets(app: Sphinx, config: Config) -> None:
                     f"maths rendered by KaTeX at build time ({versions})")
         return
     if os.environ.get("BOOK_REQUIRE_SELFHOSTED") == "1":
-        raise ConfigError(f"BOOK_REQUIRE_SELFHOSTED=1 but {MANIFEST} is missing: run `npm ci && python tools/vendor_js.py`")
+        raise ConfigError(f"BOOK_REQUIRE_SELFHOSTED=1 but {MANIFEST} is missing: run `npm ci && python -m course vendor`")
     # the CDN defaults' widget manager, as its plain bundle (no require.js), after the setup shim
     manager_url, manager_attrs = next((url, attrs) for url, attrs in config.nb_ipywidgets_js.items() if AMD_BUNDLE in url)
     config.nb_ipywidgets_js = {SETUP_JS: {}, manager_url.replace(AMD_BUNDLE, PLAIN_BUNDLE): manager_attrs}
@@ -74,7 +74,7 @@ def use_katex(app: Sphinx, config: Config, manifest: dict) -> None:
     """Every formula rendered to HTML by KaTeX while the book builds, instead of by MathJax in the reader's browser."""
     if shutil.which("node") is None:
         raise ConfigError("the KaTeX stylesheet is vendored but `node` is not on PATH: sphinxcontrib-katex's "
-                          "katex_prerender runs it; install Node.js, or `python tools/vendor_js.py --clean` for the CDN build")
+                          "katex_prerender runs it; install Node.js, or `python -m course vendor --clean` for the CDN build")
     app.setup_extension("sphinxcontrib.katex")
     from sphinxcontrib import katex
 

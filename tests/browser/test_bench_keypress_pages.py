@@ -1,4 +1,4 @@
-"""tools/bench_keypress.py's page half against fixture pages of its own that follow the page explorers'
+"""course/bench/keypress.py's page half against fixture pages of its own that follow the page explorers'
 contract: a root ``<div class="attention-explorer" data-explorer="NAME">`` with ``<input type=range>``
 controls (or, with none, an ``<input type=text>`` typed into) that, after every paint, increments ``root.dataset.paints`` and dispatches
 ``CustomEvent("explorer:painted", {bubbles: true})``.
@@ -11,7 +11,7 @@ counting.
 
 from __future__ import annotations
 
-import bench_keypress as bk
+from course.bench import keypress as bk
 import bench_pages
 import pytest
 

@@ -42,7 +42,7 @@ def test_page_loads_self_contained_without_errors(page_view):
     print(f"{path}: scripts, styles and fonts of a first visit {shared / 1e6:.2f} MB gzipped")
     assert shared <= MAX_SHARED_GZIP_MB * 1e6, (
         f"{path}: a first visit fetches {shared / 1e6:.2f} MB gzipped besides the page and its pictures, "
-        f"more than {MAX_SHARED_GZIP_MB} MB: which asset came back? (python tools/bench_pages.py lists the biggest)")
+        f"more than {MAX_SHARED_GZIP_MB} MB: which asset came back? (python -m course bench-pages lists the biggest)")
 
 
 def _shared_gzipped_bytes(urls, path: str) -> int:

@@ -16,9 +16,9 @@ import pytest
 from bs4 import BeautifulSoup
 from browsing import HTML, book_pages, built_page
 
-import notebooks as nbtool
+from course import layout
 
-CHAPTERS = nbtool.notebooks()
+CHAPTERS = layout.chapters()
 LABEL = re.compile(r"```\{exercise(?:-start)?\}[^\n]*\n(?::[^\n]*\n)*?:label: (\S+)")
 
 

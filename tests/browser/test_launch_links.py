@@ -3,7 +3,7 @@
 Read from the built HTML (no browser needed):
 - each chapter page's rocket menu (Binder, Colab) and the instructors' page open `notebooks/<chapter>.ipynb`
   at the release tag, on the repository in _config.yml: the addresses of `launch_links` in
-  tools/notebooks.py, which the README's table uses too;
+  course/chapters.py, which the README's table uses too;
 - every link a launch notebook makes into the hosted book (cross-references, glossary terms, citations,
   pages) names a page the build wrote and an id on that page, and a citation's "[N]" is the number the
   bibliography prints for that entry.
@@ -18,9 +18,10 @@ import nbformat
 import pytest
 from browsing import ROOT, built_page
 
-import notebooks as nbtool
+from course import chapters as nbtool
+from course import layout
 
-CHAPTERS = [p.stem for p in nbtool.notebooks()]
+CHAPTERS = [p.stem for p in layout.chapters()]
 
 
 def hrefs(page: Path) -> set[str]:
@@ -33,8 +34,8 @@ def test_chapter_launch_buttons_open_its_launch_notebook_at_the_release(stem):
     expected = nbtool.launch_links(ROOT / "lessons" / f"{stem}.ipynb")
     launch = sorted(h for h in found if "mybinder.org" in h or "colab.research.google.com" in h)
     assert launch == sorted([expected["binder"], expected["colab"]]), f"{stem}: rocket menu links {launch}"
-    url, _ = nbtool.repository()
-    slug, ref = url.removeprefix("https://github.com/"), nbtool.release_ref()
+    url, _ = layout.repository()
+    slug, ref = url.removeprefix("https://github.com/"), layout.release_ref()
     for h in launch:
         assert slug in h and f"/{ref}" in h and h.endswith(f"notebooks/{stem}.ipynb")
     assert f"urlpath=lab/tree/notebooks/{stem}.ipynb" in expected["binder"], "Binder opens JupyterLab"
@@ -60,7 +61,7 @@ def bibliography_numbers() -> dict[str, str]:
 
 @pytest.mark.parametrize("stem", CHAPTERS)
 def test_every_link_of_the_launch_notebook_into_the_book_lands(stem):
-    base = nbtool.pages_url(nbtool.repository()[0])
+    base = layout.pages_url(layout.repository()[0])
     nb = nbformat.read(ROOT / "notebooks" / f"{stem}.ipynb", as_version=4)
     markdown = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
     links = re.findall(r"(?<!\\)\[([^\[\]]*)\]\((" + re.escape(base) + r"/[^)\s]+)\)", markdown)

@@ -308,11 +308,8 @@ def test_the_engine_files_stay_out_of_statics_top_level():
 
 
 def test_first_visits_weigh_under_the_limits(browser):
-    # tools/bench_pages.py's measure: empty cache, every request, gzipped
-    import sys
-
-    sys.path.insert(0, str(ROOT / "tools"))
-    import bench_pages
+    # course/bench/pages.py's measure: empty cache, every request, gzipped
+    from course.bench import pages as bench_pages
 
     html = ROOT / "_build" / "html"
     if not (html / "index.html").is_file():

@@ -4,19 +4,20 @@ The pictures in Python (attention_lab.plots) and in the hosted book's page (book
 explorers.js, handed the table by book/_ext/page_explorers.py) colour a cell from this one table, so
 a kernel and the page show the same colour for the same number. Run again only to change a map:
 
-    python tools/colour_maps.py
+    python -m course colour-maps
 """
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 from matplotlib import colormaps
 from matplotlib.colors import to_hex
 
-OUT = Path(__file__).resolve().parents[1] / "attention_lab" / "data" / "colour_maps.json"
+from course.layout import DATA, shown
+
+OUT = DATA / "colour_maps.json"
 MAPS = ("viridis", "RdBu_r")  # weights in 0..1; scores, diverging around 0
 MASKED = "#d4d4d4"  # a score of -inf: no colour on the diverging scale means "masked"
 
@@ -27,6 +28,11 @@ def tables() -> dict:
     return {**out, "masked": MASKED}
 
 
-if __name__ == "__main__":
+def add_arguments(parser) -> None:
+    pass
+
+
+def run(args) -> int:
     OUT.write_text(json.dumps(tables(), indent=0) + "\n")
-    print(f"wrote {OUT}")
+    print(f"wrote {shown(OUT)}")
+    return 0

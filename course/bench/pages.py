@@ -1,8 +1,8 @@
 """Page weight of a built book: what a first visit of each page costs, empty cache, gzipped.
 
-    python tools/bench_pages.py                          # _build/html
-    python tools/bench_pages.py --baseline OTHER/_build/html
-    python tools/bench_pages.py --pages lessons/02_queries_keys_values.html --top 8
+    python -m course bench-pages                          # _build/html
+    python -m course bench-pages --baseline OTHER/_build/html
+    python -m course bench-pages --pages lessons/02_queries_keys_values.html --top 8
 
 Each book is served on 127.0.0.1 (a port of its own); every page is opened in a fresh headless
 Chromium context (empty cache), scrolled to its end so that lazy pictures load too, and left to settle.
@@ -17,22 +17,17 @@ Chromium is /usr/bin/chromium (or $CHROMIUM), driven by Playwright; nothing is d
 
 from __future__ import annotations
 
-import argparse
 import functools
 import gzip
 import http.server
-import os
-import sys
 import threading
 from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
-ROOT = Path(__file__).resolve().parents[1]
-CHROMIUM = Path(os.environ.get("CHROMIUM", "/usr/bin/chromium"))
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
-LOCAL_HOSTS = {"127.0.0.1", "localhost"}
+from course.browser import CHROMIUM, CHROMIUM_ARGS, LOCAL_HOSTS
+from course.layout import HTML
+
 SKIP = ("_static/", "_sources/", "_images/")
 
 
@@ -129,14 +124,15 @@ class Visit:
         return [(short(u), b) for u, b in sorted(self.gz.items(), key=lambda kv: -kv[1])[:n]]
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("html", nargs="?", default=str(ROOT / "_build" / "html"), help="built book (default _build/html)")
+def add_arguments(parser) -> None:
+    parser.add_argument("html", nargs="?", default=str(HTML), help="built book (default _build/html)")
     parser.add_argument("--baseline", help="a second built book to compare with, measured in the same run")
     parser.add_argument("--pages", nargs="*", help="pages relative to the book (default: every page)")
     parser.add_argument("--top", type=int, default=4, help="how many of the biggest requests to list per page")
     parser.add_argument("--width", type=int, default=1280, help="window width in CSS px")
-    args = parser.parse_args(argv)
+
+
+def run(args) -> int:
 
     html = Path(args.html).resolve()
     base = Path(args.baseline).resolve() if args.baseline else None
@@ -208,7 +204,3 @@ def _print_summary(rows) -> None:
         both = [(t.total, b.total) for _, t, b in rows if b is not None]
         t, b = sum(x for x, _ in both), sum(y for _, y in both)
         print(f"{'all pages (sum)':<46} {t / 1e6:7.2f} {b / 1e6:9.2f} {t / b:6.2f}")
-
-
-if __name__ == "__main__":
-    sys.exit(main())

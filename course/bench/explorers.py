@@ -1,6 +1,6 @@
 """Benchmark: one explorer update, live (artists updated in place) vs a naive interact-style redraw.
 
-Run as ``python tools/bench_explorers.py`` (a few seconds to ~30 s, depending on the machine).
+Run as ``python -m course bench-explorers`` (a few seconds to ~30 s, depending on the machine).
 For every explorer it times, end to end and side by side:
 
 * live: set a control's value -> the explorer's observer renders -> new PNG bytes assigned to
@@ -20,14 +20,13 @@ frontend: a burst of ``--burst-n`` (default 40) ``comm_msg`` updates to the T sl
 what a dragged slider sends (ipywidgets protocol 2: ``{"method": "update", "state": {"value": v},
 "buffer_paths": []}``), as fast as possible. It counts the PNG updates the kernel sends for the live
 ``Image`` (iopub ``comm_msg`` updates carrying ``value``), checks that the last picture sent is the
-kernel's current picture and is drawn for the last value sent (``ex.weights`` is T x T), and times
+kernel's current picture and is drawn for the last value sent (``ex.matrix`` is T x T), and times
 from the last message sent to the last picture received. It fails (exit 1) only if the final picture
 does not match the final value, or if more pictures were drawn than messages sent; never on timing.
 """
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import io
 import json
@@ -35,7 +34,6 @@ import os
 import queue
 import statistics
 import subprocess
-import sys
 import time
 
 import matplotlib
@@ -260,8 +258,7 @@ def report_burst(n, budget):
     return ok
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_arguments(parser) -> None:
     parser.add_argument("--repeats", type=int, default=2, help="passes over each value list (default 2)")
     parser.add_argument("--payload", action="store_true",
                         help="also print the size of each explorer's page config")
@@ -269,7 +266,9 @@ def main(argv=None) -> int:
                         help="only the burst check: slider messages to a real kernel, no backlog")
     parser.add_argument("--no-burst", action="store_true", help="skip the burst check of the normal run")
     parser.add_argument("--burst-n", type=int, default=40, help="messages in the burst (default 40)")
-    args = parser.parse_args(argv)
+
+
+def run(args) -> int:
     if args.burst:
         return 0 if report_burst(args.burst_n, 120.0) else 1
     ok = True
@@ -310,7 +309,3 @@ def main(argv=None) -> int:
         ok &= report_burst(args.burst_n, 20.0)
     print("\nall goals met" if ok else "\ngoals MISSED")
     return 0 if ok else 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,19 +1,16 @@
-"""Maintain the chapter notebooks: sync the bootstrap cell, re-execute, normalize.
+"""Maintain the chapters in lessons/: sync the bootstrap cell, re-execute, normalize, check.
 
-    python tools/notebooks.py sync             # bootstrap cells, README links, the clone command of
-                                               # book/how_to_run.md and notebooks/ follow _config.yml
-    python tools/notebooks.py execute [NB ...] # sync, run each in a fresh kernel, store outputs
-    python tools/notebooks.py check            # fail if any of those is out of date
+    python -m course sync               # bootstrap cells, README links, the clone command of
+                                        # book/how_to_run.md and notebooks/ follow _config.yml
+    python -m course execute [NB ...]   # sync, run each in a fresh kernel, store outputs
+    python -m course check              # fail if any of those is out of date
 
 `make outputs` runs `execute` on every chapter. Outputs are stored with widget state (so the static
 book can show the explorers) and with metadata that does not depend on the machine or the clock.
-Every tool (and the book's build) reads a notebook with :func:`read_notebook`, so a malformed file stops
-any of them with one line naming it.
 """
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import os
@@ -22,39 +19,17 @@ import sys
 from pathlib import Path
 
 import nbformat
+from nbconvert.preprocessors import CoalesceStreamsPreprocessor
 
-ROOT = Path(__file__).resolve().parents[1]
-LESSONS = ROOT / "lessons"
+from course import launch_notebooks
+from course.layout import chosen_chapters, README, ROOT, BOOK, pages_url, release_ref, repository, shown
+from course.notebook_file import read_notebook
+
 BOOTSTRAP_TAG = "bootstrap"
 KERNEL_TIMEOUT = 600
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 MODEL_REF = re.compile(r"IPY_MODEL_([0-9a-f]{32})")
-
-
-def repository() -> tuple[str, str]:
-    """Return (url, branch) from _config.yml, the one place the repository is named."""
-    text = (ROOT / "_config.yml").read_text()
-    block = re.search(r"^repository:\n((?:[ \t]+.*\n)+)", text, re.M)
-    if block is None:
-        raise SystemExit("_config.yml has no `repository:` block; add `url:` and `branch:` under it")
-    fields = dict(re.findall(r"^\s+(\w+):\s*(\S*)", block.group(1), re.M))
-    if not fields.get("url"):
-        raise SystemExit("_config.yml: `repository: url:` is empty; set it to your repository's URL")
-    return fields["url"].rstrip("/"), fields.get("branch") or "main"
-
-
-def version() -> str:
-    """The course's version, from pyproject.toml: the package, the changelog and every link follow it."""
-    match = re.search(r'^version = "([^"]+)"', (ROOT / "pyproject.toml").read_text(), re.M)
-    if match is None:
-        raise SystemExit('pyproject.toml has no `version = "X.Y.Z"` line under [project]')
-    return match.group(1)
-
-
-def release_ref() -> str:
-    """The git tag of this version, ``vX.Y.Z``: what launch links open and the bootstrap cell installs."""
-    return f"v{version()}"
 
 
 def bootstrap_source() -> str:
@@ -72,20 +47,11 @@ def bootstrap_source() -> str:
     )
 
 
-def pages_url(url: str) -> str:
-    """GitHub Pages address of the repository ``https://github.com/OWNER/REPO``."""
-    match = re.fullmatch(r"https://github\.com/([^/]+)/([^/]+?)(?:\.git)?", url)
-    if match is None:
-        raise SystemExit(f"_config.yml: repository url {url!r} is not https://github.com/OWNER/REPO")
-    owner, repo = match.groups()
-    return f"https://{owner.lower()}.github.io/{repo}"
-
-
 def launch_links(path: Path) -> dict[str, str]:
     """The hosted page of one chapter, and the Binder and Colab addresses of its launch notebook.
 
     ``path`` is the chapter, ``lessons/NN_slug.ipynb``; Binder (in JupyterLab) and Colab open
-    ``notebooks/NN_slug.ipynb``, its plain-Markdown copy (tools/launch_notebooks.py), at the release tag
+    ``notebooks/NN_slug.ipynb``, its plain-Markdown copy (course/launch_notebooks.py), at the release tag
     :func:`release_ref`, so a link handed out for a term keeps opening the same notebook.
     """
     url, _ = repository()
@@ -98,48 +64,6 @@ def launch_links(path: Path) -> dict[str, str]:
         "binder": f"https://mybinder.org/v2/gh/{slug}/{ref}?urlpath=lab/tree/{notebook}",
         "colab": f"https://colab.research.google.com/github/{slug}/blob/{ref}/{notebook}",
     }
-
-
-class NotebookError(SystemExit):
-    """A file that is not a readable notebook. A SystemExit whose message is one line naming the file, the
-    problem and the fix: every tool's command line (and a tool run from another, as `check` runs
-    launch_notebooks) prints that line and exits 1, with no traceback and no handler of its own."""
-
-
-def _json_problem(text: str, exc: json.JSONDecodeError) -> str:
-    if exc.msg.startswith("Unterminated") or exc.pos >= len(text.rstrip()):
-        lines = text.rstrip().split("\n")
-        return f"JSON ends early at line {len(lines)}, column {len(lines[-1]) + 1}"
-    return f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
-
-
-def parse_notebook(text: str, name: str) -> nbformat.NotebookNode:
-    """A notebook's text as a version-4 notebook; :class:`NotebookError` naming ``name`` if it is not one."""
-    fix = f"restore it with `git checkout -- {name}`" + (
-        " (then re-run `make outputs` if you had changed it)" if "lessons/" in name else "")
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise NotebookError(f"{name}: not a valid notebook ({_json_problem(text, exc)}): {fix}") from None
-    if not isinstance(data, dict) or not isinstance(data.get("cells"), list) or "nbformat" not in data:
-        raise NotebookError(f"{name}: not a notebook (JSON without `cells` and `nbformat`): {fix}")
-    try:
-        nb = nbformat.reads(text, as_version=4)
-        nbformat.validate(nb)
-    except Exception as exc:  # nbformat's conversions raise anything from KeyError to ValidationError
-        problem = " ".join(str(getattr(exc, "message", exc)).split())[:200]
-        raise NotebookError(f"{name}: not a valid notebook ({problem}): {fix}") from None
-    return nb
-
-
-def read_notebook(path: Path) -> nbformat.NotebookNode:
-    """The one way the tools read a notebook: a malformed file stops with one line naming it
-    (:class:`NotebookError`), never with nbformat's traceback."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise NotebookError(f"{shown(Path(path))}: cannot be read ({exc.__class__.__name__}: {exc})") from None
-    return parse_notebook(text, shown(Path(path)))
 
 
 def title(nb: nbformat.NotebookNode) -> str:
@@ -170,7 +94,7 @@ def readme_table(paths: list[Path]) -> str:
 
 def sync_readme(paths: list[Path], write: bool) -> bool:
     """Rewrite the README's chapter table; return True if it was out of date."""
-    return sync_markers(ROOT / "README.md", README_START, README_END, readme_table(paths), write)
+    return sync_markers(README, README_START, README_END, readme_table(paths), write)
 
 
 CLONE_START = "<!-- clone: written by `make sync` from _config.yml; edit there -->"
@@ -189,26 +113,11 @@ def sync_markers(path: Path, start: str, end: str, block: str, write: bool) -> b
     text = path.read_text()
     pattern = re.compile(re.escape(start) + ".*?" + re.escape(end), re.S)
     if not pattern.search(text):
-        raise SystemExit(f"{path.relative_to(ROOT)} lacks the markers {start!r} ... {end!r}")
+        raise SystemExit(f"{shown(path)} lacks the markers {start!r} ... {end!r}")
     new = pattern.sub(lambda _: block, text)
     if new != text and write:
         path.write_text(new)
     return new != text
-
-
-def notebooks(paths: list[str] | None = None) -> list[Path]:
-    """The notebooks named on a command line, or every chapter ``lessons/NN_*.ipynb``."""
-    if paths:
-        return [Path(p).resolve() for p in paths]
-    return sorted(LESSONS.glob("[0-9][0-9]_*.ipynb"))
-
-
-def shown(path: Path) -> str:
-    """A path as a message shows it: relative to the repository where it lies inside it."""
-    try:
-        return path.resolve().relative_to(ROOT).as_posix()
-    except ValueError:
-        return str(path)
 
 
 def sync(nb: nbformat.NotebookNode) -> bool:
@@ -239,7 +148,8 @@ def normalize(nb: nbformat.NotebookNode, stem: str) -> None:
             cell.pop("outputs", None)
             cell.pop("execution_count", None)
         else:
-            cell.outputs = merge_streams(cell.outputs)
+            # a kernel splits one print into stream messages as its timing goes: join them
+            CoalesceStreamsPreprocessor().preprocess_cell(cell, {}, i)
     stable_widget_ids(nb, stem)
 
 
@@ -283,19 +193,6 @@ def stable_widget_ids(nb: nbformat.NotebookNode, stem: str) -> None:
     nb.metadata["widgets"] = nbformat.from_dict(renamed["widgets"])
 
 
-def merge_streams(outputs: list) -> list:
-    """Join consecutive stdout (or stderr) pieces: how a kernel splits a print into messages is timing."""
-    merged = []
-    for out in outputs:
-        prev = merged[-1] if merged else None
-        if (out.get("output_type") == "stream" and prev is not None
-                and prev.get("output_type") == "stream" and prev.get("name") == out.get("name")):
-            prev["text"] = prev["text"] + out["text"]
-        else:
-            merged.append(out)
-    return merged
-
-
 def execute(path: Path) -> None:
     from nbclient import NotebookClient
 
@@ -324,22 +221,20 @@ def execute(path: Path) -> None:
     nbformat.write(nb, path)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("command", choices=["sync", "execute", "check"])
-    parser.add_argument("notebooks", nargs="*")
-    args = parser.parse_args(argv)
-    paths = notebooks(args.notebooks)
-    if not paths:
-        print(f"no notebooks found under {LESSONS}", file=sys.stderr)
-        return 1
+def add_arguments(parser) -> None:
+    parser.add_argument("chapters", nargs="*", help="lessons/NN_slug.ipynb files (default: every chapter)")
+
+
+def run(args) -> int:
+    """``sync``, ``execute`` or ``check`` (``args.command``) over the chapters named, or every chapter."""
+    paths = chosen_chapters(args.chapters)
     stale = []
     for path in paths:
         if not path.exists():
             print(f"{path}: no such notebook (expected lessons/NN_slug.ipynb)", file=sys.stderr)
             return 1
         if args.command == "execute":
-            print(f"executing {path.relative_to(ROOT)}", flush=True)
+            print(f"executing {shown(path)}", flush=True)
             execute(path)
             continue
         nb = read_notebook(path)
@@ -348,12 +243,12 @@ def main(argv: list[str] | None = None) -> int:
             if changed:
                 normalize(nb, path.stem)
                 nbformat.write(nb, path)
-                print(f"synced {path.relative_to(ROOT)}")
+                print(f"synced {shown(path)}")
         elif changed:
-            stale.append(path.relative_to(ROOT))
-    if not args.notebooks and args.command in ("sync", "check"):
+            stale.append(shown(path))
+    if not args.chapters and args.command in ("sync", "check"):
         write = args.command == "sync"
-        how_to_run = ROOT / "book" / "how_to_run.md"
+        how_to_run = BOOK / "how_to_run.md"
         for name, changed in (("the chapter table in README.md", sync_readme(paths, write)),
                               ("the clone command in book/how_to_run.md",
                                sync_markers(how_to_run, CLONE_START, CLONE_END, clone_block(), write))):
@@ -361,15 +256,13 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"synced {name}")
             elif changed:
                 stale.append(name)
-    # the launch notebooks follow the chapters (tools/launch_notebooks.py; `make launch` adds student editions)
-    import launch_notebooks
-
+    # the launch notebooks follow the chapters (`python -m course launch` adds the student editions)
     try:
         if args.command == "check":
             stale += launch_notebooks.stale()
         else:
             for path in launch_notebooks.write():
-                print(f"{'wrote' if path.exists() else 'removed'} {path.relative_to(ROOT)}")
+                print(f"{'wrote' if path.exists() else 'removed'} {shown(path)}")
     except launch_notebooks.LaunchError as exc:
         print(f"launch notebooks cannot be made from lessons/:\n{exc}", file=sys.stderr)
         return 1
@@ -378,7 +271,3 @@ def main(argv: list[str] | None = None) -> int:
               + "\nrun `make sync` (or `make outputs`) and commit the result", file=sys.stderr)
         return 1
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,8 +1,8 @@
 """Benchmark: keypress -> painted picture, in a real JupyterLab and in the hosted book, and the pages' weight.
 
-    python tools/bench_keypress.py                                # both halves, every chapter, 20 presses each
-    python tools/bench_keypress.py --baseline OTHER/_build/html   # page weights beside another build's
-    python tools/bench_keypress.py --chapters 01,04 --presses 30 --no-page
+    python -m course bench-keypress                                # both halves, every chapter, 20 presses each
+    python -m course bench-keypress --baseline OTHER/_build/html   # page weights beside another build's
+    python -m course bench-keypress --chapters 01,04 --presses 30 --no-page
 
 Printed side by side in one run, per chapter, with median and p90 (nearest rank) of the presses:
 
@@ -24,7 +24,7 @@ Printed side by side in one run, per chapter, with median and p90 (nearest rank)
   its first text box as in JupyterLab; each timed from keydown to the frame painted after that event, as
   above. A page with no such explorer is said so.
 * **Page weight**: a first visit, empty cache, gzipped, of the front page and every chapter
-  (tools/bench_pages.py's ``Visit``), against the limits 0.5 MB and 1.5 MB, and with ``--baseline`` beside
+  (course/bench/pages.py's ``Visit``), against the limits 0.5 MB and 1.5 MB, and with ``--baseline`` beside
   the same pages of another build.
 
 A press waits for its picture (``--wait`` s) before the next one, so presses never queue behind each
@@ -36,21 +36,16 @@ by Playwright; every request off 127.0.0.1 is aborted; nothing is downloaded.
 
 from __future__ import annotations
 
-import argparse
 import math
 import os
-import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests" / "browser"))  # browsing.py: Chromium's flags, PageVisit, LabServer
-
-import bench_pages  # noqa: E402  (tools/ is this script's folder, so on the path)
-from browsing import (ALL_RUN, CHROMIUM, CHROMIUM_ARGS, PANEL, READY, LabServer,  # noqa: E402
-                      PageVisit)
+from course.bench import pages as bench_pages
+from course.browser import ALL_RUN, CHROMIUM, CHROMIUM_ARGS, PANEL, READY, LabServer, PageVisit
+from course.layout import HTML, LAUNCH
 
 LAB_LIMIT_MS = 50.0
 PAGE_LIMIT_MS = 1000 / 60  # one frame at 60 Hz
@@ -269,7 +264,7 @@ def page_chapter(browser, url: str, presses: int, wait_s: float) -> Result:
 def chapters(selected: list[str] | None) -> list[str]:
     """The chapter stems of notebooks/ (e.g. "01_plain_causal_average"), or those whose stem starts with
     one of ``selected`` ("01", "04_masking")."""
-    stems = sorted(p.stem for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    stems = sorted(p.stem for p in LAUNCH.glob("[0-9][0-9]_*.ipynb"))
     if not selected:
         return stems
     chosen = [s for s in stems if any(s.startswith(x) for x in selected)]
@@ -280,16 +275,17 @@ def chapters(selected: list[str] | None) -> list[str]:
     return chosen
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_arguments(parser) -> None:
     parser.add_argument("--presses", type=int, default=20, help="presses per chapter and place (default 20)")
     parser.add_argument("--chapters", help="comma-separated chapter stems or their starts, e.g. 01,04")
-    parser.add_argument("--html", default=str(ROOT / "_build" / "html"), help="the built book (default _build/html)")
+    parser.add_argument("--html", default=str(HTML), help="the built book (default _build/html)")
     parser.add_argument("--baseline", help="another built book whose page weights are printed beside")
     parser.add_argument("--wait", type=float, default=10.0, help="seconds a press may take to paint (default 10)")
     parser.add_argument("--no-lab", action="store_true", help="skip JupyterLab")
     parser.add_argument("--no-page", action="store_true", help="skip the hosted book (keypresses and weights)")
-    args = parser.parse_args(argv)
+
+
+def run(args) -> int:
     if args.presses < 1:
         raise SystemExit("bench_keypress: --presses must be at least 1")
     stems = chapters(args.chapters.split(",") if args.chapters else None)
@@ -310,7 +306,7 @@ def main(argv=None) -> int:
     with sync_playwright() as pw, tempfile.TemporaryDirectory(prefix="bench-keypress-") as home:
         browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
         if not args.no_lab:
-            with LabServer(Path(home), ROOT / "notebooks") as server:
+            with LabServer(Path(home), LAUNCH) as server:
                 for stem in stems:
                     t0 = time.monotonic()
                     lab[stem] = lab_chapter(browser, server, stem, args.presses, args.wait)
@@ -360,7 +356,7 @@ def report(stems, lab: dict, page: dict, weights: dict, args) -> int:
     for problem in problems:
         print(f"  not measured: {problem}")
     if weights:
-        print("\nfirst visit, empty cache, gzipped, MB (tools/bench_pages.py)")
+        print("\nfirst visit, empty cache, gzipped, MB (course/bench/pages.py)")
         print(f"{'page':<40} {'this':>6} {'limit':>6}" + (f" {'baseline':>9} {'ratio':>6}" if args.baseline else ""))
         for path, (this, then) in weights.items():
             limit = WEIGHT_LIMIT_MB["front" if path == FRONT_PAGE else "chapter"]
@@ -372,7 +368,3 @@ def report(stems, lab: dict, page: dict, weights: dict, args) -> int:
             print(row + ("" if mb <= limit else "  OVER") + ("  OFF-SITE REQUESTS" if this.third_party else ""))
     print("\nall limits met" if ok else "\nlimits MISSED (or a part could not be measured: see above)")
     return 0 if ok else 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())

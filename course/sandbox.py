@@ -1,4 +1,4 @@
-"""Run one command on an untrusted submission, in a bubblewrap sandbox it cannot leave (used by tools/grade.py).
+"""Run one command on an untrusted submission, in a bubblewrap sandbox it cannot leave (used by course/grade.py).
 
 What the sandbox sees (``bwrap``, Debian's ``bubblewrap``): the system's ``/usr`` (and the ``/bin``,
 ``/lib`` links into it), a few files of ``/etc``, the Python environment and the course's package

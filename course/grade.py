@@ -1,6 +1,6 @@
 """Grade a folder of submissions of one chapter: a gradebook and one feedback file per student.
 
-    python tools/grade.py CHAPTER SUBMISSIONS_DIR --out DIR [--seed N] [--timeout S] [--memory GiB]
+    python -m course grade CHAPTER SUBMISSIONS_DIR --out DIR [--seed N] [--timeout S] [--memory GiB]
     make grade CHAPTER=05_one_head SUBMISSIONS=submissions/ OUT=grades/
 
 CHAPTER is a chapter's name (``05_one_head``) or number (``5``). SUBMISSIONS_DIR holds one notebook per
@@ -9,7 +9,7 @@ student, as ``NAME.ipynb`` or ``NAME/CHAPTER.ipynb`` (the student is NAME). It w
 sandbox) and ``DIR/feedback/NAME.txt`` with each exercise's points and its check's own message.
 
 Each submission is graded in two steps (see attention_lab/judge.py): it runs in a sandbox
-(tools/sandbox.py: bubblewrap, no network, nothing of the machine but the course's package and Python
+(course/sandbox.py: bubblewrap, no network, nothing of the machine but the course's package and Python
 read-only, :data:`sandbox.TIMEOUT` seconds, :data:`sandbox.MEMORY` bytes) that hands out observations of
 its answers, on inputs drawn from the batch's seed; then a clean Python process, in which no
 submission's code ever ran, judges those with the chapter's checks. A submission that is malformed,
@@ -21,7 +21,6 @@ then the submissions run with your permissions and every row says so.
 
 from __future__ import annotations
 
-import argparse
 import copy
 import csv
 import json
@@ -37,14 +36,13 @@ from pathlib import Path
 
 import nbformat
 
-import graded_edition
-import launch_notebooks
-import notebooks as nbtool
-import sandbox
-import student_edition
 from attention_lab import judge
+from course import graded_edition, sandbox, student_edition
+from course.book_index import load_book
+from course.layout import LESSONS, ROOT, chapters, shown
+from course.lesson import read_lesson
+from course.notebook_file import read_notebook
 
-ROOT = nbtool.ROOT
 CALIBRATION_TIMEOUT = 600.0  # seconds the chapter's own solutions may take
 JUDGE_TIMEOUT = 300.0  # seconds the judge of one submission may take (it runs only the course's code)
 UNSANDBOXED = "NOT SANDBOXED: this submission ran with the grader's permissions"
@@ -55,7 +53,7 @@ Refused = judge.Refused
 
 def chapter(name: str) -> str:
     """The chapter's stem, from ``05_one_head``, ``lessons/05_one_head.ipynb`` or ``5``."""
-    stems = [p.stem for p in nbtool.notebooks()]
+    stems = [p.stem for p in chapters()]
     key = Path(name).stem
     found = [s for s in stems if s == key or (key.isdigit() and s[:2] == f"{int(key):02d}")]
     if len(found) != 1:
@@ -65,10 +63,10 @@ def chapter(name: str) -> str:
 
 def _chapter(stem: str):
     """The chapter's student edition (plain Markdown, stubs in place) and its graded questions."""
-    path = nbtool.LESSONS / f"{stem}.ipynb"
-    lesson = nbtool.read_notebook(path)
-    student = student_edition.student_notebook(lesson, stem, nbtool.shown(path), launch_notebooks.load_book())
-    graded, _ = graded_edition.questions(lesson, student, nbtool.shown(path))
+    path = LESSONS / f"{stem}.ipynb"
+    lesson = read_notebook(path)
+    student = student_edition.student_notebook(lesson, stem, shown(path), load_book())
+    graded, _ = graded_edition.questions(read_lesson(lesson, stem, shown(path)), student)
     return student, graded
 
 
@@ -264,8 +262,7 @@ def grade(stem: str, folder: Path, out: Path, *, seed: int, unsandboxed: bool = 
     return rows
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_arguments(parser) -> None:
     parser.add_argument("chapter", help="the chapter, e.g. 05_one_head or 5")
     parser.add_argument("submissions", type=Path, help="folder with NAME.ipynb or NAME/CHAPTER.ipynb per student")
     parser.add_argument("--out", type=Path, required=True, help="folder for gradebook.csv and feedback/")
@@ -276,7 +273,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--memory", type=float, default=sandbox.MEMORY / 2**30, help="GiB of address space (4)")
     parser.add_argument("--unsandboxed", action="store_true",
                         help="run submissions without a sandbox, with your permissions (no bubblewrap here)")
-    args = parser.parse_args(argv)
+
+
+def run(args) -> int:
     stem = chapter(args.chapter)
     if not args.submissions.is_dir():
         print(f"no folder {args.submissions}: give the folder that holds the submissions", file=sys.stderr)
@@ -298,6 +297,3 @@ def main(argv: list[str] | None = None) -> int:
     print(f"wrote {out / 'gradebook.csv'} ({len(rows)} students) and {out / 'feedback'}/")
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

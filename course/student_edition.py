@@ -1,6 +1,6 @@
 """Write the student edition: every chapter without its solutions, the exercise stubs shown.
 
-    python tools/student_edition.py [--out student] [lessons/NN_slug.ipynb ...]
+    python -m course student [--out student] [lessons/NN_slug.ipynb ...]
 
 For each `lessons/NN_slug.ipynb` it writes `<out>/NN_slug.ipynb` and `<out>/NN_slug.zip` (holding
 that notebook; the bootstrap cell installs the helper package, so nothing else is needed). In the
@@ -14,7 +14,7 @@ student notebook:
 - outputs and execution counts are cleared and the widget state is dropped;
 - everything else is unchanged.
 
-The files it writes then go through the launch notebooks' conversion (tools/launch_notebooks.py), so a
+The files it writes then go through the launch notebooks' conversion (course/launch_notebooks.py), so a
 student edition reads like the launch notebook a learner opens in Colab, Binder or JupyterLab: plain
 Markdown, no raw MyST, exercises headed "Exercise N.k", each stub followed by its check.
 `make launch` writes both.
@@ -29,27 +29,22 @@ that don't pair up or name another exercise, a code cell inside a solution not t
 
 from __future__ import annotations
 
-import argparse
 import ast
 import copy
-import re
 import sys
 import zipfile
 from pathlib import Path
 
 import nbformat
 
-import notebooks as nbtool
-
-ROOT = nbtool.ROOT
-LESSONS = nbtool.LESSONS
-SOLUTION, STUB, REMOVE = "solution", "exercise-stub", "remove-cell"
-
-# an opening fence of a MyST directive, with backticks or colons: ```{name} argument
-_DIRECTIVE = re.compile(r"^\s*(`{3,}|:{3,})\{([\w-]+)\}[ \t]*(.*?)\s*$")
-_OPTION = re.compile(r"^\s*:([\w-]+):\s*(.*?)\s*$")
-_FENCE_END = re.compile(r"^\s*(`{3,}|:{3,})\s*$")
-
+from course import launch_notebooks
+from course.book_index import LaunchError, load_book
+from course.layout import STUDENT, chosen_chapters, shown
+from course.lesson import Cell, read_lesson
+from course.myst import directives
+from course.notebook_file import read_notebook
+from course.tags import REMOVE_CELL as REMOVE
+from course.tags import SOLUTION, STUB
 
 class StudentEditionError(ValueError):
     """A chapter does not follow the exercise pattern; the message names the notebook and the cell."""
@@ -59,37 +54,15 @@ def _tags(cell) -> list[str]:
     return list(cell.get("metadata", {}).get("tags", []))
 
 
-def _directives(source: str) -> list[tuple[str, str, dict[str, str]]]:
-    """The directives opened in a markdown cell: (name, argument, options)."""
-    found = []
-    lines = source.splitlines()
-    for n, line in enumerate(lines):
-        m = _DIRECTIVE.match(line)
-        if m:
-            options = {}
-            for following in lines[n + 1 :]:
-                o = _OPTION.match(following)
-                if not o:
-                    break
-                options[o.group(1)] = o.group(2)
-            found.append((m.group(2), m.group(3), options))
-    return found
-
-
-def _only_marker(source: str, name: str) -> bool:
+def _only_marker(cell: Cell, name: str) -> bool:
     """True if the cell holds one `name` directive and nothing else (its options and fences aside)."""
-    lines = [line for line in source.splitlines() if line.strip()]
-    if not lines:
+    blocks = [b for b in cell.blocks if b.kind != "text" or "".join(b.lines).strip()]
+    if len(blocks) != 1 or blocks[0].kind != "directive" or blocks[0].directive.name != name:
         return False
-    m = _DIRECTIVE.match(lines[0])
-    if not m or m.group(2) != name:
-        return False
-    rest = lines[1:]
-    while rest and _OPTION.match(rest[0]):
-        rest = rest[1:]
+    d = blocks[0].directive
     if name == "solution":  # a plain solution directive has a body: the cell must end with its fence
-        return bool(rest) and bool(_FENCE_END.match(rest[-1])) and not any(_DIRECTIVE.match(r) for r in rest)
-    return all(_FENCE_END.match(r) for r in rest) and len(rest) <= 1
+        return d.closed and any(line.strip() for line in d.body) and not directives("\n".join(d.body))
+    return not any(line.strip() for line in d.body)
 
 
 def _defined_names(source: str) -> set[str] | None:
@@ -107,6 +80,7 @@ def make_student_notebook(nb: nbformat.NotebookNode, name: str = "notebook") -> 
     ``name`` is used in error messages. Raises :class:`StudentEditionError` listing every problem.
     """
     nb = copy.deepcopy(nb)
+    lesson = read_lesson(nb, Path(name).stem, name)
     errors: list[str] = []
 
     def where(i: int) -> str:
@@ -135,14 +109,15 @@ def make_student_notebook(nb: nbformat.NotebookNode, name: str = "notebook") -> 
             stubs.append(i)
 
         if cell.cell_type == "markdown":
-            for directive, argument, options in _directives(cell.source):
+            for d in lesson.cells[i].directives:
+                directive, argument, options = d.name, d.arg, d.options
                 if directive in ("exercise-start", "exercise"):
                     exercise_label, exercise_cell, stubs = options.get("label"), i, []
                 elif directive == "solution-start":
                     if open_solution is not None:
                         errors.append(f"{where(i)}: `{{solution-start}}` before the `{{solution-end}}` "
                                       f"of the solution opened at cell {open_solution}")
-                    if SOLUTION not in tags and not _only_marker(cell.source, "solution-start"):
+                    if SOLUTION not in tags and not _only_marker(lesson.cells[i], "solution-start"):
                         errors.append(f"{where(i)}: a `{{solution-start}}` cell must hold only the "
                                       f"directive and its options; put other text in its own cell")
                     if exercise_cell is None:
@@ -155,12 +130,12 @@ def make_student_notebook(nb: nbformat.NotebookNode, name: str = "notebook") -> 
                 elif directive == "solution-end":
                     if open_solution is None:
                         errors.append(f"{where(i)}: `{{solution-end}}` with no `{{solution-start}}` before it")
-                    if SOLUTION not in tags and not _only_marker(cell.source, "solution-end"):
+                    if SOLUTION not in tags and not _only_marker(lesson.cells[i], "solution-end"):
                         errors.append(f"{where(i)}: a `{{solution-end}}` cell must hold only the directive")
                     open_solution = None
                     drop.add(i)
                 elif directive == "solution":
-                    if _only_marker(cell.source, "solution") or SOLUTION in tags:
+                    if _only_marker(lesson.cells[i], "solution") or SOLUTION in tags:
                         drop.add(i)
                     else:
                         errors.append(f"{where(i)}: a `{{solution}}` directive shares its cell with other "
@@ -220,34 +195,30 @@ def write_zip(notebook: Path, archive: Path) -> None:
 def student_notebook(nb: nbformat.NotebookNode, stem: str, name: str = "notebook", book=None):
     """The student edition as learners get it: :func:`make_student_notebook`, then in plain Markdown.
 
-    ``book`` is the index of labels, terms and references (``launch_notebooks.load_book()``, read when
+    ``book`` is the index of labels, terms and references (``load_book()``, read when
     not given). Raises :class:`StudentEditionError` for a broken exercise pattern and
     ``launch_notebooks.LaunchError`` for markup the conversion cannot write.
     """
-    import launch_notebooks
-
     student = make_student_notebook(nb, name=name)
-    return launch_notebooks.plain_notebook(student, stem, book or launch_notebooks.load_book(),
+    return launch_notebooks.plain_notebook(student, stem, book or load_book(),
                                            student=True, name=name)
 
 
 def build(paths: list[Path], out: Path, book=None) -> list[Path]:
     """Check every notebook first, then write each student notebook and its zip; return the notebooks."""
-    import launch_notebooks
-
     editions, errors = [], []
     for path in paths:
         try:
-            nb = nbtool.read_notebook(path)
+            nb = read_notebook(path)
             # the exercise pattern first, for every chapter, before anything is converted or written
-            editions.append((path, make_student_notebook(nb, name=nbtool.shown(path))))
+            editions.append((path, make_student_notebook(nb, name=shown(path))))
         except StudentEditionError as exc:
             errors.append(str(exc))
     if errors:
         raise StudentEditionError("\n".join(errors))
-    book = book or launch_notebooks.load_book(extra=paths)
+    book = book or load_book(extra=paths)
     # in plain Markdown, as student_notebook() makes it (plain_notebook validates what it returns)
-    editions = [(path, launch_notebooks.plain_notebook(student, path.stem, book, student=True, name=nbtool.shown(path)))
+    editions = [(path, launch_notebooks.plain_notebook(student, path.stem, book, student=True, name=shown(path)))
                 for path, student in editions]
     out.mkdir(parents=True, exist_ok=True)
     written = []
@@ -259,27 +230,18 @@ def build(paths: list[Path], out: Path, book=None) -> list[Path]:
     return written
 
 
+def add_arguments(parser) -> None:
+    parser.add_argument("--out", type=Path, default=STUDENT, help="output folder (default: student/)")
+    parser.add_argument("chapters", nargs="*", help="default: every lessons/NN_*.ipynb")
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default=str(ROOT / "student"), help="output folder (default: student/)")
-    parser.add_argument("notebooks", nargs="*", help="default: every lessons/NN_*.ipynb")
-    args = parser.parse_args(argv)
-    paths = nbtool.notebooks(args.notebooks)
-    if not paths:
-        print(f"no notebooks found under {LESSONS}", file=sys.stderr)
-        return 1
-    from launch_notebooks import LaunchError
 
+def run(args) -> int:
+    paths = chosen_chapters(args.chapters)
     try:
         written = build(paths, Path(args.out))
     except (StudentEditionError, LaunchError) as exc:
         print(f"student edition not written:\n{exc}", file=sys.stderr)
         return 1
     for target in written:
-        print(f"wrote {nbtool.shown(target)} and {target.with_suffix('.zip').name}")
+        print(f"wrote {shown(target)} and {target.with_suffix('.zip').name}")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,17 +1,17 @@
 """Write the graded editions: every chapter as an otter-grader assignment, autograder included.
 
-    python tools/graded_edition.py                       # every lessons/NN_slug.ipynb into graded/
-    python tools/graded_edition.py --out DIR [--no-run-tests] [lessons/NN_slug.ipynb ...]
+    python -m course graded                       # every lessons/NN_slug.ipynb into graded/
+    python -m course graded --out DIR [--no-run-tests] [lessons/NN_slug.ipynb ...]
 
 For each chapter it writes, under ``graded/NN_slug/``:
 
-- ``student/NN_slug.ipynb``: the notebook to hand out. It is the student edition (tools/student_edition.py,
-  through the launch notebooks' plain-Markdown conversion, tools/launch_notebooks.py), so it reads
+- ``student/NN_slug.ipynb``: the notebook to hand out. It is the student edition (course/student_edition.py,
+  through the launch notebooks' plain-Markdown conversion, course/launch_notebooks.py), so it reads
   exactly like it, plus a short note saying which exercises are graded and what to submit. It needs no
   grading tool to run: learners work in it as in any student edition, on Colab, Binder or their own
   machine, and each exercise's check cell answers them as it always does.
 - ``autograder/NN_slug-autograder.zip``: the autograder, to upload to Gradescope ("Programming
-  Assignment", "Zip file upload"). To grade on your own machine, use ``tools/grade.py`` (``make grade``),
+  Assignment", "Zip file upload"). To grade on your own machine, use ``course/grade.py`` (``make grade``),
   which sandboxes each submission; ``otter run -a ZIP`` still works but runs the scoring inside the
   submission's own kernel, where the submission can change it.
 - ``autograder/NN_slug.ipynb``: the same notebook with the worked solutions in its answer cells (what
@@ -26,7 +26,7 @@ newer exercises' checks on it, so a learner's ``checks.check_head = ...`` in the
 submission's own kernel. The zip's ``run_otter.py``, what Gradescope runs, grades with the judge instead
 (:func:`use_judge`, ``attention_lab/gradescope.py``): the same checks, their scores computed in a process
 where the submission's code never ran, from ``grading_spec.json`` (the exercises, their checks and a seed
-drawn when the zip is written). ``tools/grade.py`` grades a folder of submissions the same way, in a
+drawn when the zip is written). ``course/grade.py`` grades a folder of submissions the same way, in a
 sandbox. The feedback of a failed exercise is the check's own message, which names the mistake.
 Discussion exercises (no stub) are not graded: the note in the student notebook lists them.
 
@@ -42,7 +42,6 @@ its own markup, stops the command with the chapter and the cell named, and nothi
 
 from __future__ import annotations
 
-import argparse
 import ast
 import builtins
 import copy
@@ -59,22 +58,20 @@ from pathlib import Path
 import nbformat
 import yaml
 
-import launch_notebooks
-import notebooks as nbtool
-import student_edition
-
-ROOT = nbtool.ROOT
-LESSONS = nbtool.LESSONS
-OUT = ROOT / "graded"
-GENERATOR = "tools/graded_edition.py"
+from course import student_edition
+from course.book_index import LaunchError, load_book
+from course.layout import GRADED as OUT
+from course.lesson import Lesson, read_lesson
+from course.layout import REQUIREMENTS, chosen_chapters, release_ref, repository, shown
+from course.notebook_file import read_notebook
+from course.solution_code import demonstrations
+GENERATOR = "course/graded_edition.py"
 POINTS = 1
 PYTHON_VERSION = "3.11"  # the Python the course is built and tested with (torch==2.13.0)
 TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 # the packages the chapters import besides the helper package; their pins come from requirements.txt
 CHAPTER_LIBRARIES = ("torch", "matplotlib", "numpy", "pillow", "ipywidgets", "ipykernel")
 
-STUB_NUMBER = re.compile(r"^# Exercise (?P<number>\d+\.\d+):")
-EXERCISE_HEADING = re.compile(r"^#{1,6} (?:<a id=\"[^\"]*\"></a>)*Exercise (?P<number>\d+\.\d+)\b", re.MULTILINE)
 # lines otter would read as its own markup anywhere in a notebook (solutions, ignored lines, seeds,
 # plugins, test configs), and its block cells: a chapter holding one would be changed behind our back
 OTTER_LINE = re.compile(
@@ -151,73 +148,41 @@ def _calls(source: str) -> list[Check]:
     return found
 
 
-def _is_exercise(cell) -> bool:
-    return cell.cell_type == "markdown" and bool(EXERCISE_HEADING.search(cell.source))
-
-
-def _lesson_solutions(lesson, name: str) -> list[str]:
-    """Per stub of the lesson, in order: its solution code (the solution cells that are not demonstrations)."""
-    demos = launch_notebooks.demonstrations(lesson)
-    solutions = []
-    for index, cell in enumerate(lesson.cells):
-        if student_edition.STUB not in cell.metadata.get("tags", []):
-            continue
-        code = []
-        for later in range(index + 1, len(lesson.cells)):
-            other = lesson.cells[later]
-            tags = other.metadata.get("tags", [])
-            if student_edition.STUB in tags:
-                break
-            if other.cell_type == "markdown" and any(
-                    b.kind == "directive" and b.directive.name in ("exercise", "exercise-start")
-                    for b in launch_notebooks.parse_blocks(other.source)):
-                break
-            if other.cell_type == "code" and student_edition.SOLUTION in tags and later not in demos:
-                code.append(other.source.strip("\n"))
-        if not code:
-            raise GradedEditionError(f"{name}: cell {index} (id {cell.get('id')}): the stub has no solution "
-                                     f"code after it in its exercise; the autograder could not prove it "
-                                     f"gives a right answer full marks")
-        solutions.append("\n\n\n".join(code))
-    return solutions
-
-
-def questions(lesson, student, name: str) -> tuple[list[Question], list[str]]:
+def questions(lesson: Lesson, student) -> tuple[list[Question], list[str]]:
     """The coding exercises of a chapter as questions, and the names of its other exercises.
 
-    ``student`` is the chapter's student edition in plain Markdown (stubs shown, solutions gone);
-    ``lesson`` the chapter itself, for the solutions.
+    ``lesson`` is the chapter as read once (:func:`course.lesson.read_lesson`): each exercise's stubs,
+    solution cells and check cells. ``student`` is its student edition in plain Markdown, which keeps the
+    chapter's cell ids: a question's stub and check are found there by id.
     """
-    solutions = _lesson_solutions(lesson, name)
+    demos = demonstrations(lesson.nb)
+    at = {cell.get("id"): i for i, cell in enumerate(student.cells)}
     found: list[Question] = []
-    stubs = [i for i, c in enumerate(student.cells) if student_edition.STUB in c.metadata.get("tags", [])]
-    if len(stubs) != len(solutions):
-        raise GradedEditionError(f"{name}: {len(stubs)} stubs in the student edition, {len(solutions)} in "
-                                 f"the chapter")
-    for stub, solution in zip(stubs, solutions):
-        cell = student.cells[stub]
-        where = f"{name}: student edition cell {stub} (id {cell.get('id')})"
-        m = STUB_NUMBER.match(cell.source)
-        if m is None:
-            raise GradedEditionError(f"{where}: a stub without its '# Exercise N.k: ...' line")
-        check_cell, checks = None, []
-        for later in range(stub + 1, len(student.cells)):
-            other = student.cells[later]
-            if _is_exercise(other) or student_edition.STUB in other.metadata.get("tags", []):
-                break
-            if other.cell_type == "code" and (calls := _calls(other.source)):
-                check_cell, checks = later, calls
-                break
-        if check_cell is None:
-            raise GradedEditionError(f"{where}: Exercise {m.group('number')} has a stub but no cell calling a "
-                                     f"check from attention_lab.checks after it, so nothing could grade it")
-        found.append(Question(m.group("number"), stub, check_cell, checks, solution))
-    graded = {q.number for q in found}
     discussions = []
-    for cell in student.cells:
-        for m in EXERCISE_HEADING.finditer(cell.source) if cell.cell_type == "markdown" else ():
-            if m.group("number") not in graded:
-                discussions.append(f"Exercise {m.group('number')}")
+    for exercise in lesson.exercises:
+        if not exercise.stubs:
+            discussions += [exercise.name] if exercise.number else []
+            continue
+        ends = exercise.stubs[1:] + [len(lesson.cells)]
+        for stub, end in zip(exercise.stubs, ends):
+            cell = lesson.cells[stub]
+            code = [lesson.cells[i].node.source.strip("\n") for i in exercise.solutions
+                    if stub < i < end and i not in demos]
+            if not code:
+                raise GradedEditionError(f"{lesson.name}: cell {stub} (id {cell.id}): the stub has no solution "
+                                         f"code after it in its exercise; the autograder could not prove it "
+                                         f"gives a right answer full marks")
+            if cell.id not in at:
+                raise GradedEditionError(f"{lesson.name}: cell {stub} (id {cell.id}): the stub is missing from "
+                                         f"the student edition")
+            where = f"{lesson.name}: student edition cell {at[cell.id]} (id {cell.id})"
+            check = next(((i, calls) for i in exercise.checks if stub < i < end
+                          and (calls := _calls(lesson.cells[i].node.source))), None)
+            if check is None or lesson.cells[check[0]].id not in at:
+                raise GradedEditionError(f"{where}: {exercise.name} has a stub but no cell calling a check from "
+                                         f"attention_lab.checks after it, so nothing could grade it")
+            found.append(Question(exercise.number, at[cell.id], at[lesson.cells[check[0]].id], check[1],
+                                  "\n\n\n".join(code)))
     return found, discussions
 
 
@@ -252,16 +217,16 @@ def requirements() -> list[str]:
     package from the repository at this release's tag, the same line the notebooks' bootstrap cell installs.
     """
     pins = {}
-    for line in (ROOT / "requirements.txt").read_text(encoding="utf-8").splitlines():
+    for line in REQUIREMENTS.read_text(encoding="utf-8").splitlines():
         m = re.match(r"^([A-Za-z0-9_.-]+)==(\S+)", line.strip())
         if m:
             pins[m.group(1).lower().replace("_", "-")] = m.group(0)
     missing = [name for name in CHAPTER_LIBRARIES if name not in pins]
     if missing:
         raise GradedEditionError(f"requirements.txt pins no version of {', '.join(missing)}")
-    url, _ = nbtool.repository()
+    url, _ = repository()
     return [f"--extra-index-url {TORCH_CPU_INDEX}", *(pins[name] for name in CHAPTER_LIBRARIES),
-            f"attention_lab @ git+{url}@{nbtool.release_ref()}"]
+            f"attention_lab @ git+{url}@{release_ref()}"]
 
 
 def assignment_config(stem: str) -> dict:
@@ -322,7 +287,7 @@ def master_notebook(lesson, stem: str, book, name: str | None = None):
     except student_edition.StudentEditionError as exc:
         raise GradedEditionError(str(exc)) from exc
     _otter_markup(student, f"{name} (student edition)")
-    graded, discussions = questions(lesson, student, name)
+    graded, discussions = questions(read_lesson(lesson, stem, name), student)
     if not graded:
         raise GradedEditionError(f"{name}: no coding exercise (a stub, its solution, its check) to grade")
     for q in graded:  # the solution goes into otter's hands too
@@ -359,7 +324,7 @@ def master_notebook(lesson, stem: str, book, name: str | None = None):
 
 
 # ---------------------------------------------------------------------------------------------------
-# the judge: what tools/grade.py and the Gradescope autograder grade with
+# the judge: what course/grade.py and the Gradescope autograder grade with
 
 RUNNER = '''"""Grades the submission with attention_lab's judge (attention_lab/gradescope.py): the submission runs
 as an unprivileged user and hands out observations; a separate Python process computes the scores."""
@@ -421,13 +386,13 @@ def assign(master, stem: str, out: Path, run_tests: bool = True) -> Edition:
 
 def build(paths: list[Path], out: Path = OUT, *, run_tests: bool = True, book=None, log=print) -> list[Edition]:
     """Check every chapter first, then write each one's graded edition; return what was written."""
-    book = book or launch_notebooks.load_book(extra=paths)
+    book = book or load_book(extra=paths)
     masters, errors = [], []
     for path in paths:
         try:
-            lesson = nbtool.read_notebook(path)
-            masters.append((path.stem, *master_notebook(lesson, path.stem, book, nbtool.shown(path))))
-        except (GradedEditionError, launch_notebooks.LaunchError) as exc:
+            lesson = read_notebook(path)
+            masters.append((path.stem, *master_notebook(lesson, path.stem, book, shown(path))))
+        except (GradedEditionError, LaunchError) as exc:
             errors.append(str(exc))
     if errors:
         raise GradedEditionError("\n".join(errors))
@@ -444,34 +409,29 @@ def build(paths: list[Path], out: Path = OUT, *, run_tests: bool = True, book=No
 
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default=str(OUT), help="output folder (default: graded/)")
+def add_arguments(parser) -> None:
+    parser.add_argument("--out", type=Path, default=OUT, help="output folder (default: graded/)")
     parser.add_argument("--no-run-tests", action="store_true",
                         help="skip grading each chapter's solutions (faster; the autograder is not proven)")
-    parser.add_argument("notebooks", nargs="*", help="default: every lessons/NN_*.ipynb")
-    args = parser.parse_args(argv)
-    paths = nbtool.notebooks(args.notebooks)
-    if not paths:
-        print(f"no chapters found under {LESSONS}", file=sys.stderr)
-        return 1
+    parser.add_argument("chapters", nargs="*", help="default: every lessons/NN_*.ipynb")
+
+
+def run(args) -> int:
+    paths = chosen_chapters(args.chapters)
     out = Path(args.out)
     try:
         editions = build(paths, out, run_tests=not args.no_run_tests)
     except GradedEditionError as exc:
         print(f"graded edition not written:\n{exc}", file=sys.stderr)
         return 1
-    if not args.notebooks:  # every chapter was built: a folder left by a chapter that is gone goes too
+    if not args.chapters:  # every chapter was built: a folder left by a chapter that is gone goes too
         for folder in sorted(out.glob("[0-9][0-9]_*")):
             if folder.is_dir() and folder.name not in {e.stem for e in editions}:
                 shutil.rmtree(folder)
-                print(f"removed {nbtool.shown(folder)} (no chapter of that name in lessons/)")
+                print(f"removed {shown(folder)} (no chapter of that name in lessons/)")
     for e in editions:
         graded = ", ".join(e.questions)
         other = f"; not graded: {', '.join(e.discussions)}" if e.discussions else ""
-        print(f"wrote {nbtool.shown(e.student)} and {nbtool.shown(e.autograder_zip)} ({graded}{other})")
+        print(f"wrote {shown(e.student)} and {shown(e.autograder_zip)} ({graded}{other})")
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,7 +1,7 @@
 """Self-host the book's third-party JavaScript: copy it from node_modules into book/_static/vendor/.
 
-    python tools/vendor_js.py            # `npm ci` when needed (and npm exists), then copy
-    python tools/vendor_js.py --clean    # remove book/_static/vendor/ (the book then uses the CDNs)
+    python -m course vendor            # `npm ci` when needed (and npm exists), then copy
+    python -m course vendor --clean    # remove book/_static/vendor/ (the book then uses the CDNs)
 
 `make book` runs this before building. The packages and their exact versions come from the committed
 `package.json` and `package-lock.json`; the copies are never committed (book/_static/vendor/ is in
@@ -17,16 +17,11 @@ in `_config.yml`), which Jupyter Book does not scan, and the bundles sit in `ven
 
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
 import subprocess
-import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-NODE_MODULES = ROOT / "node_modules"
-VENDOR = ROOT / "book" / "_static" / "vendor"
+from course.layout import NODE_MODULES, ROOT, VENDOR
 MANIFEST = VENDOR / "manifest.json"
 
 # what the built book loads, relative to book/_static/; the extension reads these keys from the manifest
@@ -100,10 +95,11 @@ def copy_all() -> dict:
     return manifest
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_arguments(parser) -> None:
     parser.add_argument("--clean", action="store_true", help="remove book/_static/vendor/")
-    args = parser.parse_args(argv)
+
+
+def run(args) -> int:
     if args.clean:
         shutil.rmtree(VENDOR, ignore_errors=True)
         notice(f"removed {VENDOR.relative_to(ROOT)}")
@@ -120,7 +116,3 @@ def main(argv=None) -> int:
     size = sum(p.stat().st_size for p in VENDOR.rglob("*") if p.is_file())
     notice(f"copied {manifest['versions']} into {VENDOR.relative_to(ROOT)}/ ({size / 1e6:.1f} MB)")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

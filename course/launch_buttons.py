@@ -3,9 +3,9 @@
 sphinx-book-theme builds a page's rocket menu (Binder, Colab) from the page's own source,
 ``lessons/NN_slug.ipynb`` on the branch in _config.yml. That notebook is MyST, which Colab and a plain
 JupyterLab show as raw text. Learners open ``notebooks/NN_slug.ipynb`` instead: the same chapter in plain
-Markdown (tools/launch_notebooks.py), at the release tag. This extension rewrites the theme's Binder and
+Markdown (course/launch_notebooks.py), at the release tag. This extension rewrites the theme's Binder and
 Colab buttons on every chapter page, after the theme made them, with the addresses of
-``launch_links`` in tools/notebooks.py, the function the README's chapter table is written from, so the
+``launch_links`` in course/chapters.py, the function the README's chapter table is written from, so the
 buttons, the README and the ``{launch-links}`` table below can never disagree.
 
 The download menu's ``.ipynb`` serves the launch notebook too: the theme links it to the page's copied
@@ -14,14 +14,16 @@ its solutions open; at the end of the build :func:`serve_launch_notebooks` write
 ``notebooks/NN_slug.ipynb`` over that copy. A build without solutions (book/_ext/hide_solutions.py) copies
 no sources and has no download button, so there is nothing to replace.
 
+It lives in the course's tools, not in book/_ext, because it is their view of the launch notebooks; its
+entry in _config.yml (``course.launch_buttons: .``) is also what puts the repository's root on the build's
+path, so the extensions in book/_ext can import ``course`` too.
+
 ``{launch-links}`` (a directive with no argument) writes a table with a row per chapter: the chapter, its
 Binder link and its Colab link. The instructors' page uses it.
 """
 
 from __future__ import annotations
 
-import functools
-import importlib.util
 import shutil
 from pathlib import Path
 
@@ -30,18 +32,10 @@ from docutils.statemachine import StringList
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 
-ROOT = Path(__file__).resolve().parents[2]
+from course.chapters import launch_links
+from course.layout import LAUNCH, ROOT, chapters
+
 logger = logging.getLogger(__name__)
-
-
-@functools.lru_cache(maxsize=1)
-def course_tool():
-    """tools/notebooks.py, loaded from its file once per build (the book's build has book/_ext on its
-    path, not tools/)."""
-    spec = importlib.util.spec_from_file_location("course_notebooks_tool", ROOT / "tools" / "notebooks.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def point_launch_buttons(app, pagename, templatename, context, doctree):
@@ -49,7 +43,7 @@ def point_launch_buttons(app, pagename, templatename, context, doctree):
     source = ROOT / f"{pagename}.ipynb"
     if not pagename.startswith("lessons/") or not source.is_file():
         return
-    links = course_tool().launch_links(source)
+    links = launch_links(source)
     groups = [b for b in context.get("header_buttons", []) if b.get("label") == "launch-buttons"]
     found = set()
     for group in groups:
@@ -69,9 +63,9 @@ def serve_launch_notebooks(app, exception) -> None:
     launch notebook."""
     if exception is not None or app.builder.format != "html" or not app.config.html_copy_source:
         return
-    for path in course_tool().notebooks():
+    for path in chapters():
         copied = Path(app.outdir) / "_sources" / "lessons" / path.name
-        launch = ROOT / "notebooks" / path.name
+        launch = LAUNCH / path.name
         if not copied.is_file():
             continue
         if not launch.is_file():
@@ -87,10 +81,9 @@ class LaunchLinks(SphinxDirective):
     has_content = False
 
     def run(self):
-        tool = course_tool()
         rows = ["| chapter | Binder (JupyterLab) | Colab |", "|---|---|---|"]
-        for path in tool.notebooks():
-            links = tool.launch_links(path)
+        for path in chapters():
+            links = launch_links(path)
             rows.append(f"| {{doc}}`/lessons/{path.stem}` | [open in Binder]({links['binder']}) "
                         f"| [open in Colab]({links['colab']}) |")
         node = nodes.container(classes=["launch-links"])

@@ -1,18 +1,18 @@
 """Release a version of the course: one command bumps the version everywhere.
 
-    python tools/release.py 0.2.0          # or: make release VERSION=0.2.0
-    python tools/release.py 0.2.0 --tag    # also commit and create the annotated tag v0.2.0
+    python -m course release 0.2.0          # or: make release VERSION=0.2.0
+    python -m course release 0.2.0 --tag    # also commit and create the annotated tag v0.2.0
 
-It sets the version in pyproject.toml and attention_lab/__init__.py, turns the changelog's
-"Unreleased" section into the entry `## [0.2.0] - <today>`, then runs `tools/notebooks.py sync`, which
+It sets the version where it is written once, ``attention_lab.__version__`` (pyproject.toml reads it
+from there), turns the changelog's
+"Unreleased" section into the entry `## [0.2.0] - <today>`, then runs `python -m course sync`, which
 points every bootstrap cell, the README's launch links and the launch notebooks at the tag `v0.2.0`
-(`notebooks.release_ref()`). Without --tag it prints the git commands that commit and tag; with --tag it
+(`course.layout.release_ref()`). Without --tag it prints the git commands that commit and tag; with --tag it
 runs them itself (on a clean working tree only). Pushing stays yours: the tag publishes the book.
 """
 
 from __future__ import annotations
 
-import argparse
 import datetime
 import hashlib
 import re
@@ -20,13 +20,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-PYPROJECT = ROOT / "pyproject.toml"
-INIT = ROOT / "attention_lab" / "__init__.py"
-CHANGELOG = ROOT / "CHANGELOG.md"
+from course.layout import CHANGELOG, INIT, ROOT, shown, version as current_version
 
 VERSION = re.compile(r"\d+\.\d+\.\d+")
-PYPROJECT_VERSION = re.compile(r'^version = "([^"]+)"', re.M)
 INIT_VERSION = re.compile(r'^__version__ = "([^"]+)"', re.M)
 UNRELEASED = re.compile(r"^## \[Unreleased\][ \t]*\n", re.M)
 NEXT_ENTRY = re.compile(r"^## \[", re.M)
@@ -47,7 +43,7 @@ def parse(version: str) -> tuple[int, int, int]:
 def read_version(path: Path, pattern: re.Pattern) -> str:
     matches = pattern.findall(path.read_text())
     if len(matches) != 1:
-        raise ReleaseError(f"{path.relative_to(ROOT)}: expected one line matching {pattern.pattern!r}, "
+        raise ReleaseError(f"{shown(path)}: expected one line matching {pattern.pattern!r}, "
                            f"found {len(matches)}")
     return matches[0]
 
@@ -114,14 +110,11 @@ def snapshot() -> dict[str, str]:
 def check_preconditions(version: str, tag: bool) -> str:
     """Everything that can refuse the release, checked before any file is written; returns the old version."""
     new = parse(version)
-    current = read_version(PYPROJECT, PYPROJECT_VERSION)
-    package = read_version(INIT, INIT_VERSION)
-    if package != current:
-        raise ReleaseError(f"the versions disagree before the release: pyproject.toml says {current}, "
-                           f"attention_lab/__init__.py says {package}; make them equal first")
+    read_version(INIT, INIT_VERSION)  # one line that the release can rewrite
+    current = current_version()
     top = top_released(CHANGELOG.read_text())
     if top is not None and top[0] != current:
-        raise ReleaseError(f"the versions disagree before the release: pyproject.toml says {current}, "
+        raise ReleaseError(f"the versions disagree before the release: attention_lab/__init__.py says {current}, "
                            f"the newest entry of CHANGELOG.md is {top[0]}")
     if new <= parse(current):
         raise ReleaseError(f"{version} is not newer than the current version {current}; choose a higher one "
@@ -147,12 +140,12 @@ def set_version(path: Path, pattern: re.Pattern, version: str) -> None:
 
 
 def run_sync() -> None:
-    """The one sync of bootstrap cells, README table and launch notebooks: tools/notebooks.py's own entry point."""
-    tool = ROOT / "tools" / "notebooks.py"
+    """The one sync of bootstrap cells, README table and launch notebooks, in a new process that reads the
+    version just written: ``python -m course sync``, then ``check``."""
     for command in ("sync", "check"):
-        done = subprocess.run([sys.executable, str(tool), command], cwd=ROOT, check=False)
+        done = subprocess.run([sys.executable, "-m", "course", command], cwd=ROOT, check=False)
         if done.returncode != 0:
-            raise ReleaseError(f"`python tools/notebooks.py {command}` failed (exit {done.returncode}); the version "
+            raise ReleaseError(f"`python -m course {command}` failed (exit {done.returncode}); the version "
                                "files are already changed: fix the cause and run `make sync`, or undo them with git")
 
 
@@ -162,10 +155,9 @@ def release(version: str, tag: bool, today: str | None = None) -> list[str]:
     today = today or datetime.date.today().isoformat()
     before = snapshot()
     changelog = release_changelog(CHANGELOG.read_text(), version, today)
-    set_version(PYPROJECT, PYPROJECT_VERSION, version)
     set_version(INIT, INIT_VERSION, version)
     CHANGELOG.write_text(changelog)
-    print(f"version {previous} -> {version} in pyproject.toml and attention_lab/__init__.py; "
+    print(f"version {previous} -> {version} in attention_lab/__init__.py; "
           f"CHANGELOG.md: [{version}] - {today}")
     run_sync()
     after = snapshot()
@@ -193,12 +185,13 @@ def entry_text(changelog: str, version: str) -> str:
     return match.group(1).strip() + "\n" if match else ""
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("version", help="the new version, X.Y.Z, newer than the one in pyproject.toml")
+def add_arguments(parser) -> None:
+    parser.add_argument("version", help="the new version, X.Y.Z, newer than attention_lab.__version__")
     parser.add_argument("--tag", action="store_true",
                         help="also commit the release and create the annotated tag vX.Y.Z (clean working tree only)")
-    args = parser.parse_args(argv)
+
+
+def run(args) -> int:
     try:
         release(args.version, args.tag)
     except ReleaseError as err:
@@ -209,7 +202,3 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 1
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,7 +1,7 @@
 """Sweep: every check the chapters call, fed right answers, transforms of them, stubs, misuse and
 mistakes, in learner and strict mode; counts how each verdict reads.
 
-Run as ``python tools/sweep_checks.py`` (about a minute; ``-v`` lists every input that is not clear).
+Run as ``python -m course sweep-checks`` (about a minute; ``-v`` lists every input that is not clear).
 Each input says what a good check does with it: pass it, answer "not yet implemented", or fail it
 (with the id of the message it should give, where one fits). Each run of an input in one mode is
 counted once, as
@@ -16,7 +16,6 @@ counted once, as
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import copy
 import io
@@ -457,15 +456,12 @@ def sweep(checks=None, verbose=False) -> Counter:
     return counts
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_arguments(parser) -> None:
     parser.add_argument("-v", "--verbose", action="store_true", help="list every input that is not clear")
-    args = parser.parse_args(argv)
+
+
+def run(args) -> int:
     c = sweep(verbose=args.verbose)
     print(f"inputs tried {c['tried']} / clear {c['clear']} / generic {c['generic']} / crash {c['crash']} "
           f"/ wrong verdict {c['wrong verdict']}")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

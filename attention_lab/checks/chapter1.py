@@ -1,0 +1,110 @@
+"""Chapter 1's check: the causal average written with cumsum (:func:`check_cumsum_average`)."""
+from __future__ import annotations
+
+import dataclasses
+
+import torch
+
+from .engine import Case, _answer_is, _compare, _fail, _matches, _shape, _table, _tested
+from .hints import _ELEMENTWISE, _HINTS
+from .running import _call, _check
+
+
+@dataclasses.dataclass(kw_only=True)
+class AverageCase(Case):
+    """One input x of the causal-average check, in float64, with the running counts 1..T."""
+
+    x: torch.Tensor  # (B, T, C)
+    B: int
+    T: int
+    C: int
+    counts: torch.Tensor  # (1, T, 1)
+    ones: torch.Tensor  # (T, T)
+
+
+def _row_mean(w: torch.Tensor) -> torch.Tensor:
+    return w / w.sum(1, keepdim=True)
+
+
+def _cumsum_axis(case, got):
+    for dim, axis in ((0, "the batch"), (2, "the channels")):
+        if _matches(got, case.x.cumsum(dim) / case.counts):
+            return dict(dim=dim, axis=axis)
+    return None
+
+
+def _counts_axis(case, failure):
+    call = failure.call
+    if call is None or call.name not in _ELEMENTWISE:
+        return None
+    for t in call.tensors:
+        if t.dim() < 3 and t.shape[-1] == case.T and tuple(t.shape) != (case.T, 1):
+            return dict(counts=_shape(t))
+    return None
+
+
+_AVERAGE_ROWS = _table(
+    ("average/future-mean", "your causal average includes the future: position t must average positions "
+     "0..t only (a lower-triangular torch.tril), not the whole sequence",
+     _answer_is(lambda c: c.x.mean(1, keepdim=True).expand_as(c.x))),
+    ("average/future-triu", "your causal average includes the future: it averages positions t..T-1 "
+     "(torch.triu); position t must average positions 0..t (torch.tril)",
+     _answer_is(lambda c: _row_mean(c.ones.triu()) @ c.x)),
+    ("average/no-current", "your causal average leaves out the current token: position t must average "
+     "0..t, including t itself (x[b, : t + 1], or torch.tril without a diagonal offset)",
+     _answer_is(lambda c: _row_mean(c.ones.tril(-1)) @ c.x)),
+    ("average/sum", "you summed instead of averaging: divide position t by t + 1, the number of tokens "
+     "it averages (the running count, or each row's sum of a tril matrix)", _answer_is(lambda c: c.x.cumsum(1))),
+    ("average/divide-by-T", "you divided every position by T: position t averages t + 1 tokens, so divide "
+     "by the running count t + 1 (torch.arange(1, T + 1)), not by T = {T}",
+     _answer_is(lambda c: c.x.cumsum(1) / c.T)),
+    ("average/count-from-zero", "your counts start at 0: position 0 is divided by 0, which gives inf (or "
+     "nan), and every later position by one too few; position t averages t + 1 tokens: "
+     "torch.arange(1, T + 1)", _answer_is(lambda c: c.x.cumsum(1) / (c.counts - 1))),
+    ("average/cumsum-axis", "cumsum over the wrong axis: dim={dim} runs over {axis}; the positions are "
+     "axis 1, so take x.cumsum(dim=1)", _cumsum_axis),
+    ("average/columns", "you normalized the columns, not the rows: w / w.sum(dim=1, keepdim=True) makes "
+     "each row sum to one", _answer_is(lambda c: (c.ones.tril() / c.ones.tril().sum(0, keepdim=True)) @ c.x)),
+    ("average/no-keepdim", "w.sum(1) without keepdim=True has shape (T,), which broadcasting lines up with "
+     "the columns: entry (i, j) was divided by j + 1 instead of by row i's own count i + 1; use "
+     "w.sum(dim=1, keepdim=True)", _answer_is(lambda c: (c.ones.tril() / c.ones.tril().sum(1)) @ c.x)),
+    ("average/no-cumsum", "right numbers, but no cumsum: your function never calls torch.cumsum (or "
+     "x.cumsum); this exercise asks for the running sum x.cumsum(dim=1) divided by the running count",
+     None),
+)
+
+_AVERAGE_HINTS = _table(
+    ("average/hint-counts-axis", "your counts have shape {counts}, and broadcasting lines up the last "
+     "axes, so they met x's channels (C = {C}), not its positions; give them one count per row, shape "
+     "(T, 1): torch.arange(1, T + 1).view(T, 1) (or [:, None])", _counts_axis),
+) + _HINTS
+
+
+@_check
+def check_cumsum_average(fn):
+    """Chapter 1, the exercise "the causal average with cumsum": ``fn(x)`` maps (B, T, C) to its causal
+    running mean, computed as ``x.cumsum(dim=1)`` divided by the running counts 1, 2, ..., T.
+
+    Tests the numbers (B = 1..4, T = 1..12, C = 3..384; position t of the result is the mean of
+    positions 0..t of ``x``), then that ``torch.cumsum`` (or ``x.cumsum``) was called: the right
+    numbers without it (a loop, a row-normalized ``tril`` matrix) fail with "right numbers, but no
+    cumsum". Names the mistakes of any running mean (the future averaged in, the current token left
+    out, sums, columns normalized) and of cumsum: dividing by T, counts that start at 0 (inf), cumsum
+    over the wrong axis, counts of shape (T,) that meet the channels instead of the positions.
+    """
+    shapes = [(4, 8, 384), (1, 1, 3), (3, 5, 4), (2, 12, 7)]
+    for B, T, C in shapes:
+        x = torch.randn(B, T, C)
+        x64 = x.to(torch.float64)
+        counts = torch.arange(1, T + 1, dtype=torch.float64).view(1, T, 1)
+        expected = x64.cumsum(1) / counts
+        case = AverageCase(x=x64, B=B, T=T, C=C, counts=counts, ones=torch.ones(T, T, dtype=torch.float64))
+        where = f"x of shape {_shape(x)}"
+        got, watch = _call(fn, x.clone(), inputs=where, case=case, hints=_AVERAGE_HINTS)
+        _compare(got, expected, what="your causal average", where=where, case=case, table=_AVERAGE_ROWS)
+        if not (watch.calls["cumsum"] or watch.calls["cumsum_"]):
+            _fail("average/no-cumsum")
+    return (f"your causal average, built with cumsum, matches the running mean "
+            f"(tested {_tested('T', [s[1] for s in shapes])}; {_tested('B', [s[0] for s in shapes])})")
+
+

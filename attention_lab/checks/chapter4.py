@@ -1,0 +1,187 @@
+"""Chapter 4's check: weights that are causal and give padding no weight (:func:`check_padding_mask`)."""
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import torch
+
+from .engine import Case, _answer_is, _compare, _fail, _matches, _shape, _table, _tested
+from .heads import SUPPORT
+from .hints import _ELEMENTWISE, _HINTS, _MASKING
+from .references import _keep, _softmax, _weights
+from .running import _call, _check
+
+
+@dataclasses.dataclass(kw_only=True)
+class PaddingCase(Case):
+    """One input of the padding check: scores, padding flags, and which keys each row may see."""
+
+    scores: torch.Tensor  # (B, T, T)
+    pad: torch.Tensor  # (B, T) bool, True on padding
+    pads: list  # padding tokens on the left, per sequence
+    T: int
+    empty: torch.Tensor  # (B, T) bool: rows with no key to look at
+    keep: torch.Tensor  # (B, T, T) bool: the keys each row may see
+
+
+def _padded(scores, pad, *, hide="keys", causal=True, fill=-math.inf, after=None, empty=0.0):
+    """Weights for scores (B, T, T) and padding flags pad (B, T); the keyword arguments rebuild mistakes.
+
+    ``hide``: "keys" (right), "queries" (the wrong axis), "real" (the flags inverted) or None;
+    ``after``: "all" softmax first and mask after, "padding" mask the future before and the padding after;
+    ``empty``: what a row with no key left holds (0 is right; nan = any value).
+    """
+    scores = scores.to(torch.float64)
+    T = scores.shape[-1]
+    keep = _keep(T) if causal else _keep(T, "none")
+    keep = keep.expand(scores.shape)
+    keep = keep & {"keys": ~pad[:, None, :], "queries": ~pad[:, :, None], "real": pad[:, None, :],
+                   None: torch.ones_like(keep)}[hide]
+    if after == "all":
+        weights = _softmax(scores).masked_fill(~keep, 0.0)
+    elif after == "padding":
+        weights = _weights(scores).masked_fill(~keep, 0.0)
+    else:
+        weights = _softmax(scores.masked_fill(~keep, fill))
+    return torch.where(keep.any(-1, keepdim=True), weights, torch.tensor(empty, dtype=torch.float64))
+
+
+def _empty_row(case):
+    """(b, i, pads) of the first row with no key left: every key it may see is padding."""
+    b, i = (int(n) for n in case.empty.nonzero()[0])
+    return dict(b=b, i=i, pads=case.pads[b])
+
+
+def _nan_rows(case, got):
+    if not case.empty.any() or not torch.isnan(got).any():
+        return None
+    if not _matches(got, _padded(case.scores, case.pad, empty=math.nan)):
+        return None
+    b, i = (int(n) for n in torch.isnan(got).any(-1).nonzero()[0])
+    return dict(b=b, i=i, pads=case.pads[b])
+
+
+def _uniform_rows(case, got):
+    if case.empty.any() and _matches(got, _padded(case.scores, case.pad, empty=1 / case.T)):
+        return _empty_row(case)
+    return None
+
+
+def _pad_leak(case, got):
+    """A hidden key with weight in a row that has a visible one: read the fill off the two weights."""
+    g = got.detach().to(torch.float64)
+    if tuple(g.shape) != tuple(case.keep.shape) or not torch.isfinite(g).all():
+        return None
+    leak = ~case.keep & (g > 0) & case.keep.any(-1, keepdim=True)
+    if not leak.any():
+        return None
+    b, i, j = (int(n) for n in leak.nonzero()[0])
+    k = int(case.keep[b, i].nonzero()[0])  # a key row i may see
+    if g[b, i, k] <= 0:
+        return None
+    fill = math.log(float(g[b, i, j] / g[b, i, k])) + float(case.scores[b, i, k])
+    if not _matches(got, _padded(case.scores, case.pad, fill=fill, empty=math.nan)):
+        return None  # not a fill: some other change of the weights
+    return dict(b=b, i=i, j=j, w=float(g[b, i, j]), fill=fill)
+
+
+def _pad_seen(case, got):
+    """The first hidden key with a real weight, in a row that has a key to look at."""
+    g = got.detach().to(torch.float64)
+    if tuple(g.shape) != tuple(case.keep.shape) or not torch.isfinite(g).all():
+        return None
+    seen = ~case.keep & (g > SUPPORT) & case.keep.any(-1, keepdim=True)
+    if not seen.any():
+        return None
+    b, i, j = (int(n) for n in seen.nonzero()[0])
+    return dict(b=b, i=i, j=j, w=float(g[b, i, j]), why="after it" if j > i else "padding")
+
+
+def _pad_broadcast(case, failure):
+    call = failure.call
+    if call is None or call.name not in _MASKING | _ELEMENTWISE:
+        return None
+    if any(t.dtype == torch.bool and tuple(t.shape) == tuple(case.pad.shape) for t in call.tensors):
+        return {}
+    return None
+
+
+_PADDING_ROWS = _table(
+    ("pad/nan-rows", "nan in batch {b}, row {i}: that sequence has {pads} padding tokens on the left, so "
+     "query {i} may only look at keys 0..{i}, all of them padding; every score in its row is -inf and "
+     "the softmax computes 0 / 0 = nan. Make such rows all zeros: torch.nan_to_num(weights), or "
+     "torch.where with a mask of the rows that have a key", _nan_rows),
+    ("pad/uniform-rows", "batch {b}, row {i} spreads its weight evenly, 1/T on every position: every key "
+     "it may see is padding, so its whole row was filled with the same large negative number and the "
+     "softmax made the entries equal (the future and the padding get weight); make such rows all zeros, "
+     "e.g. multiply by a mask of the rows that have a key", _uniform_rows),
+    ("pad/not-masked", "the padding is not masked: real tokens still give weight to the padded keys; "
+     "hide the columns where pad is True, pad[:, None, :], as well as the future",
+     _answer_is(lambda c: _padded(c.scores, c.pad, hide=None))),
+    ("pad/queries", "padding applied to the queries instead of the keys: pad[:, :, None] hides the rows of "
+     "padded positions, but a real token still looks at padded keys; hide the columns, pad[:, None, :] "
+     "(shape (B, 1, T))", _answer_is(lambda c: _padded(c.scores, c.pad, hide="queries", empty=math.nan))),
+    ("pad/inverted", "your mask hides the real tokens and keeps the padding: pad is True where a "
+     "position is padding, so hide the keys where pad is True (not where it is False)",
+     _answer_is(lambda c: _padded(c.scores, c.pad, hide="real", empty=math.nan))),
+    ("pad/future", "the future is not masked: the padding is, but position t still sees positions after "
+     "t; combine both, hiding a key when it is in the future or is padding",
+     _answer_is(lambda c: _padded(c.scores, c.pad, causal=False, empty=math.nan))),
+    ("pad/after-softmax", "masking after the softmax: the softmax had already given the hidden keys "
+     "weight, so zeroing them afterwards leaves rows that don't sum to one; fill the scores first (-inf, "
+     "or -1e9), then take the softmax",
+     lambda c, got: {} if any(_matches(got, _padded(c.scores, c.pad, after=a, empty=math.nan))
+                              for a in ("all", "padding")) else None),
+    ("pad/fill-zero", "the hidden keys were filled with 0 instead of -inf: exp(0) = 1, so the future and "
+     "the padding still get weight; use float('-inf') (or -1e9)",
+     _answer_is(lambda c: _padded(c.scores, c.pad, fill=0.0, empty=math.nan))),
+    ("pad/finite-fill", "the hidden keys were filled with a finite number, about {fill:.3g}: batch {b}, row "
+     "{i} gives key {j}, which it must not see, the weight {w:.3g}, not 0; exp of a finite fill is not "
+     "0, and larger scores would let more through; fill with float('-inf') (or -1e9)", _pad_leak),
+    ("pad/sees-hidden", "batch {b}, row {i} gives key {j} the weight {w:.3g}, though that key is {why}; a "
+     "row may only look at keys that are neither after it nor padding: hide the rest with -inf, before "
+     "the softmax", _pad_seen),
+)
+
+_PADDING_HINTS = _HINTS[:1] + _table(
+    ("pad/hint-broadcast", "pad has shape (B, T), one flag per position; against scores of shape "
+     "(B, T, T) it must hide columns of each sequence's grid, so give it the shape (B, 1, T): "
+     "pad[:, None, :] (or pad.unsqueeze(1))", _pad_broadcast),
+) + _HINTS[1:]
+
+
+@_check
+def check_padding_mask(fn):
+    """Chapter 4, the padding-mask exercise: ``fn(scores, pad)`` returns weights that are causal and
+    give no weight to padding.
+
+    ``scores`` is (B, T, T); ``pad`` is a (B, T) bool tensor, True where a position holds padding. The
+    tests pad on the left (0 to T tokens per sequence, T = 8, 5, 1), so the first rows of a padded
+    sequence have no key left: the answer must make such rows all zeros, not nan. Every other row is
+    the softmax over the keys that are neither in the future nor padding.
+
+    Accepts -inf and large finite fills (-1e9, ``torch.finfo(dtype).min``), and any way of zeroing the
+    empty rows (``torch.nan_to_num``, ``torch.where``, multiplying by a row mask). Names: nan rows (which
+    batch and row, and why), rows left uniform by a finite fill, padding not masked, padding applied
+    to the queries instead of the keys, the flags inverted, the future not masked, masking after the
+    softmax, filling with 0.
+    """
+    cases = [(8, [0, 2, 5, 1]), (5, [3, 0, 5]), (1, [0, 1])]
+    for T, pads in cases:
+        B = len(pads)
+        scores = torch.randn(B, T, T) * 2
+        pad = torch.arange(T)[None, :] < torch.tensor(pads)[:, None]  # (B, T): True on the left
+        expected = _padded(scores, pad)
+        keep = _keep(T) & ~pad[:, None, :]
+        case = PaddingCase(scores=scores, pad=pad, pads=pads, T=T, empty=~keep.any(-1), keep=keep)
+        where = f"scores of shape {_shape(scores)} and pad of shape {_shape(pad)}, padding on the left {pads}"
+        got, _ = _call(fn, scores.clone(), pad.clone(), inputs=where, case=case, hints=_PADDING_HINTS)
+        _compare(got, expected, what="your weights", where=where, case=case, table=_PADDING_ROWS)
+        leak = _pad_leak(case, got)  # close at these scores, yet not exactly 0
+        if leak is not None:
+            _fail("pad/finite-fill", details=f"\n  (your weights, {where})", **leak)
+    return (f"your weights are causal, give padding no weight, and are 0 on rows with no key to look at "
+            f"(tested {_tested('T', [c[0] for c in cases])}; left padding of 0 to T tokens)")
+
+

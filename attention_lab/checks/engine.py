@@ -1,0 +1,271 @@
+"""The engine of the checks: how a check compares an answer with its reference and words the verdict.
+
+A check registers its messages as tables of :class:`_Mistake` rows (:func:`_table`, all of them in
+:data:`MISTAKES`), describes each input it tries as a :class:`Case`, and hands the learner's answer to
+:func:`_compare`, which raises :class:`CheckFailed` with the first row whose match accepts the answer, or
+a generic expected vs got. Two kinds of match rebuild a mistake: :func:`_answer_is` (the answer equals a
+wrong result computed from the case) and :func:`_reference_with` (the answer equals the case's own
+reference computed with a mistake's keyword arguments). Running the learner's code is in
+:mod:`.running`.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import textwrap
+from collections.abc import Callable
+from typing import NamedTuple
+
+import torch
+
+# the learner computes in float32, the references in float64: these absorb float32 rounding and
+# stay far below the gap between a right answer and any of the mistakes named here
+RTOL = 1e-4
+ATOL = 1e-4
+LINE_WIDTH = 77  # characters a printed line may take in the book's column
+
+
+# ---------------------------------------------------------------------------------------------
+# the messages, and how a check reaches one
+
+MISTAKES: dict[str, str] = {}
+"""Every message a check can give, by id (``"table/slug"``).
+
+Each is a ``str.format`` template, filled from the case being tested (its sizes) and from what the
+mistake's match found. The tests make every one of them fire.
+"""
+
+
+class CheckFailed(AssertionError):
+    """A check's verdict on a wrong answer; ``mistake`` is the id of its message in :data:`MISTAKES`."""
+
+    def __init__(self, message: str, mistake: str):
+        super().__init__(message)
+        self.mistake = mistake
+
+
+@dataclasses.dataclass(kw_only=True)
+class Case:
+    """One input a check tried, as its mistakes' matches read it: each check subclasses it with its own
+    fields (tensors in float64, sizes). A message is filled from the case's :meth:`sizes` and from what
+    the match found."""
+
+    def sizes(self) -> dict:
+        """The fields a message may name: those that hold a number or a string."""
+        values = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        return {k: v for k, v in values.items() if isinstance(v, (int, float, str))}
+
+
+class _Mistake(NamedTuple):
+    id: str
+    message: str
+    # (case, answer) -> dict of extra message fields when the answer shows this mistake, else None;
+    # the answer is the learner's tensor, or a failure (exception, failed call) for a hint
+    match: Callable | None
+
+
+def _table(*rows) -> tuple[_Mistake, ...]:
+    """Register rows ``(id, message, match)`` in MISTAKES and return them, in order, as one table."""
+    table = tuple(_Mistake(*row) for row in rows)
+    for row in table:
+        if MISTAKES.setdefault(row.id, row.message) != row.message:
+            raise ValueError(f"two messages share the id {row.id!r}")
+    return table
+
+
+def _fill(message: str, *fields) -> str:
+    merged = {}
+    for f in fields:
+        merged.update(f)
+    return message.format_map(merged)
+
+
+def _fail(mistake: str, *, details: str = "", cause: BaseException | None = None, **fields):
+    """Raise the message ``mistake`` of MISTAKES, filled with ``fields``."""
+    __tracebackhide__ = True
+    raise CheckFailed(_fill(MISTAKES[mistake], fields) + details, mistake) from cause
+
+
+def _first(table, case, answer):
+    """The first row of ``table`` whose match accepts ``answer``, with its fields; else (None, None)."""
+    for row in table:
+        if row.match is None:  # a message the check raises itself, after the comparison
+            continue
+        found = row.match(case, answer)
+        if found is not None:
+            return row, found
+    return None, None
+
+
+def _answer_is(build):
+    """A match for a mistake whose wrong result ``build(case)`` computes from the case's own tensors
+    (nan in it = any value there; None = the mistake cannot happen for this case)."""
+
+    def match(case, got):
+        candidate = build(case)
+        return {} if candidate is not None and _matches(got, candidate) else None
+
+    return match
+
+
+def _reference_with(*variants):
+    """A match for a mistake that the case's own reference makes when given the mistake's keyword
+    arguments: the answer equals ``case.build(**variant)`` for one of ``variants``.
+
+    Each variant is a dict of keyword arguments of the case's ``build`` (for a head,
+    :func:`.references._head_output`), or a function of the case returning one; ``case.build``
+    returns None for a mistake that cannot happen in that check.
+    """
+
+    def match(case, got):
+        for variant in variants:
+            candidate = case.build(**(variant(case) if callable(variant) else variant))
+            if candidate is not None and _matches(got, candidate):
+                return {}
+        return None
+
+    return match
+
+
+_GENERAL = _table(
+    ("general/not-implemented", "not yet implemented: fill in `{name}`", None),
+    ("general/raised", "your `{name}` raised {error}: {exc}\n  while being called with {inputs}", None),
+    ("general/not-a-tensor", "expected {what} to be a torch tensor of shape {shape}; got a {type} ({where}). "
+     "Did you forget to `return` it?", None),
+    ("general/wrong-shape", "wrong shape for {what} ({where}): expected {shape}, got {got_shape}", None),
+    ("general/not-finite", "nan or inf in {what} ({where}), where the reference has none.", None),
+    ("general/differ", "{what} and the reference differ ({where}).", None),
+    ("general/helper-not-implemented", "your `{name}` calls `{helper}`, which raised NotImplementedError "
+     "({exc}): `{name}` itself is written, but a function it uses is still a stub; finish `{helper}`, "
+     "then run this check again", None),
+    ("general/not-callable", "expected a function (or a class) to call; got a {type}, which cannot be "
+     "called: pass your answer by its name, without calling it", None),
+    ("general/dtype", "the dtype of {what} is {dtype} ({where}): {why}", None),
+    ("general/device", "the device of {what} is {device} ({where}): the inputs are on the CPU, and so "
+     "must the answer be; build it from the inputs (or add .cpu())", None),
+    ("general/changed-input", "your `{name}` changed its input `{arg}` in place (by up to {size:.3g}; "
+     "{where}): in the notebook that would quietly change the chapter's own tensor. Compute a new "
+     "tensor instead: masked_fill, not masked_fill_; x = x / s, not x /= s or x.div_(s)", None),
+    ("general/changed-module", "your `{name}` changed {parts} while it ran ({where}): it must read the "
+     "weights, never write them (no .data, and no in-place calls such as zero_(), fill_() or copy_() "
+     "on them); the check compared your answer with the weights as they were before", None),
+)
+
+_DTYPE_WHY = {
+    "half": "half precision keeps about 3 significant digits, too few to check; use float32, the "
+            "inputs' dtype (no .half() or .bfloat16())",
+    "integer": "an integer tensor cannot hold fractions such as attention weights; use float32, the "
+               "inputs' dtype (no .long(), .int() or .round())",
+    "other": "use float32, the inputs' dtype (or float64)",
+}
+
+
+def _dtype_why(dtype: torch.dtype) -> str:
+    if dtype in (torch.float16, torch.bfloat16):
+        return _DTYPE_WHY["half"]
+    return _DTYPE_WHY["integer"] if not (dtype.is_floating_point or dtype.is_complex) else _DTYPE_WHY["other"]
+
+
+def _fail_unless_float_cpu(t: torch.Tensor, **fields) -> None:
+    """The answer's own tensor must be float32 or float64 on the CPU, as the inputs are."""
+    __tracebackhide__ = True
+    if t.device.type != "cpu":
+        _fail("general/device", device=t.device.type, **fields)
+    if t.dtype not in (torch.float32, torch.float64):
+        _fail("general/dtype", dtype=str(t.dtype).replace("torch.", ""), why=_dtype_why(t.dtype), **fields)
+
+
+# ---------------------------------------------------------------------------------------------
+# how a message writes a line, a name and a shape
+
+
+def _fit(line: str) -> str:
+    # the book's code column holds 77 characters: wrap, indenting the lines that follow
+    return textwrap.fill(line, width=LINE_WIDTH, subsequent_indent="  ", break_on_hyphens=False)
+
+
+def _name(obj) -> str:
+    return getattr(obj, "__name__", None) or type(obj).__name__
+
+
+def _fmt(shape) -> str:
+    sizes = [str(int(n)) for n in shape]
+    return "(" + ", ".join(sizes) + ("," if len(sizes) == 1 else "") + ")"
+
+
+def _shape(t) -> str:
+    return _fmt(t.shape)
+
+
+# ---------------------------------------------------------------------------------------------
+# comparing an answer with the reference
+
+
+def _matches(got, candidate) -> bool:
+    """True if ``got`` equals ``candidate`` where the candidate is known (nan there means 'any value')."""
+    if not isinstance(got, torch.Tensor) or tuple(got.shape) != tuple(candidate.shape):
+        return False
+    got = got.detach().to(torch.float64)
+    candidate = candidate.to(torch.float64)
+    known = ~torch.isnan(candidate)
+    if not known.any():
+        return False
+    return torch.allclose(got[known], candidate[known], rtol=RTOL, atol=ATOL)
+
+
+def _numbers(t: torch.Tensor, n: int = 4) -> str:
+    values = t.detach().to(torch.float64).flatten()[:n].tolist()
+    shown = ", ".join(f"{v:.4f}" for v in values)
+    return f"[{shown}{', ...' if t.numel() > n else ''}]"
+
+
+def _where_differ(got: torch.Tensor, expected: torch.Tensor) -> tuple[tuple[int, ...], float]:
+    """Index of the largest difference (nan and inf count as infinitely different) and its size."""
+    diff = (got.detach().to(torch.float64) - expected.to(torch.float64)).abs()
+    diff = torch.nan_to_num(diff, nan=math.inf)
+    flat = int(diff.flatten().argmax())
+    index = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), diff.shape))
+    return index, float(diff.flatten()[flat])
+
+
+def _expected_vs_got(got: torch.Tensor, expected: torch.Tensor) -> str:
+    if tuple(got.shape) != tuple(expected.shape):
+        return f"expected shape {_shape(expected)}, got shape {_shape(got)}"
+    index, size = _where_differ(got, expected)
+    row = index[:-1]
+    label = "[" + ", ".join(map(str, row)) + (", :]" if row else ":]")
+    return (
+        f"largest difference {size:.4g} at index {list(index)}\n"
+        f"  expected{label} = {_numbers(expected[row])}\n"
+        f"  got{label}      = {_numbers(got[row])}"
+    )
+
+
+def _compare(got, expected: torch.Tensor, *, what: str, where: str, case=None, table=()) -> None:
+    """Return quietly if ``got`` matches ``expected``; else raise CheckFailed naming the mistake.
+
+    The first row of ``table`` whose match accepts ``got`` names the mistake; if none does, the
+    message is a generic expected vs got.
+    """
+    __tracebackhide__ = True
+    fields = dict(what=what, where=where, shape=_shape(expected))
+    if not isinstance(got, torch.Tensor):
+        _fail("general/not-a-tensor", type=type(got).__name__, **fields)
+    _fail_unless_float_cpu(got, what=what, where=where)
+    if _matches(got, expected):
+        return
+    details = "\n  " + _expected_vs_got(got, expected)
+    row, found = _first(table, case, got)
+    if row is not None:
+        message = _fill(row.message, case.sizes(), found)
+        raise CheckFailed(f"{message}\n  ({what}, {where}){details}", row.id)
+    if tuple(got.shape) != tuple(expected.shape):
+        _fail("general/wrong-shape", got_shape=_shape(got), **fields)
+    if not torch.isfinite(got).all():
+        _fail("general/not-finite", details=details, **fields)
+    _fail("general/differ", details=details, **fields)
+
+
+def _tested(name: str, values) -> str:
+    return f"{name}=" + ", ".join(str(v) for v in dict.fromkeys(values))
+

@@ -1,0 +1,332 @@
+"""Heatmaps: one (T, T) matrix on an Axes (:class:`HeatmapArtist`, :func:`attention_heatmap`) or several
+side by side (:func:`show_heatmaps`), the colour scales they share, and the figure every picture
+starts from (:func:`new_figure`).
+
+Chapters 1, 2 and 5 draw with :func:`attention_heatmap`, chapters 4 and 6 with :func:`show_heatmaps`;
+the explorers (:mod:`attention_lab.explorers`) update a :class:`HeatmapArtist` in place and render it
+through a :class:`~attention_lab.plots.frames.Frame`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from importlib.resources import files
+
+import numpy as np
+from matplotlib.colors import ListedColormap, Normalize
+from matplotlib.figure import Figure
+from matplotlib.ticker import FixedLocator, NullLocator
+
+ANNOTATE_MAX_T = 8  # largest T that gets numbers in its cells when annotate is left to decide
+CSS_DPI = 80  # CSS pixels per figure inch: a (3.6, 3.2) inch figure shows as 288 x 256 CSS px
+SCALE = 2  # picture pixels per CSS pixel
+CELL_PX = 9.0  # numbers in the cells, CSS px
+TICK_PX = 9.0  # tick labels (positions or characters), CSS px
+# the colour maps as 256 entries each, the one table the hosted book's page reads too
+# (tools/colour_maps.py writes it from matplotlib's viridis and RdBu_r)
+COLOUR_MAPS = json.loads(files("attention_lab").joinpath("data", "colour_maps.json").read_text())
+MASKED = COLOUR_MAPS["masked"]  # a score of -inf: no colour on the diverging scale means "masked"
+
+KINDS = {
+    # kind: (colour map, colour bar label, number format)
+    "weights": ("viridis", "attention weight", "{:.2f}"),
+    "scores": ("RdBu_r", "score", "{:.1f}"),
+}
+
+# visible stand-ins for characters that would otherwise print as nothing
+_VISIBLE = {" ": "␣", "\n": "⏎", "\t": "⇥", "\r": "␍"}
+
+
+def token_label(ch: str) -> str:
+    """Return a character as it should appear on an axis: spaces and newlines made visible."""
+    return _VISIBLE.get(ch, ch)
+
+
+def to_numpy(matrix) -> np.ndarray:
+    """Return a 2-D float array from a tensor or array-like (detached, on the CPU)."""
+    if hasattr(matrix, "detach"):
+        matrix = matrix.detach().cpu().numpy()
+    arr = np.asarray(matrix, dtype=float)
+    if arr.ndim != 2:
+        raise ValueError(f"expected a 2-D (T, T) matrix; got an array of shape {arr.shape}")
+    return arr
+
+
+def contrast_color(rgba) -> str:
+    """Return "black" or "white", whichever reads better on a cell of colour ``rgba``."""
+    r, g, b = (float(c) for c in rgba[:3])
+    # relative luminance (sRGB weights); viridis' yellow end is light, its purple end dark
+    return "black" if 0.2126 * r + 0.7152 * g + 0.0722 * b > 0.45 else "white"
+
+
+def _pt(px: float) -> float:
+    """Points for a text of ``px`` CSS pixels in a figure of CSS_DPI."""
+    return px * 72 / CSS_DPI
+
+
+def new_figure(figsize=(3.6, 3.2), pyplot: bool = False, layout: str | None = None) -> Figure:
+    """Return a white-backed Figure of ``figsize`` inches (CSS_DPI CSS px each), with matplotlib's
+    ``layout`` engine (e.g. "constrained") if given.
+
+    By default it is made directly, with an Agg canvas at SCALE times the pixels: registered nowhere,
+    never shown by a notebook by itself, no ``plt.close`` needed (the explorers draw into such
+    figures). With ``pyplot=True`` it is a pyplot figure at CSS_DPI, which a notebook shows once at
+    the end of the cell; the notebook's ``%config InlineBackend.figure_format = "retina"`` gives it
+    twice the pixels.
+    """
+    if pyplot:
+        import matplotlib.pyplot as plt
+
+        fig = plt.figure(figsize=figsize, dpi=CSS_DPI, facecolor="white", layout=layout)
+    else:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+        fig = Figure(figsize=figsize, dpi=CSS_DPI * SCALE, facecolor="white", layout=layout)
+        FigureCanvasAgg(fig)
+    return fig
+
+
+class HeatmapArtist:
+    """One heatmap on an Axes, made once and updated in place by :meth:`update`.
+
+    ``kind`` is "weights" (viridis, ``vmin``..``vmax`` = 0..1) or "scores" (RdBu_r, symmetric
+    ``-limit``..``limit``; -inf cells are masked grey). With ``stamped=True`` (the explorers) the
+    cell numbers and tick labels are not matplotlib Text artists: :meth:`stamps` lists them and a
+    :class:`Frame` blends them into the rendered picture, which is most of what makes a redraw fast.
+    """
+
+    def __init__(self, ax, kind: str = "weights", limit: float | None = None, colorbar: bool = True,
+                 colorbar_label: str | None = None, stamped: bool = False):
+        if kind not in KINDS:
+            raise ValueError(f"kind must be one of {sorted(KINDS)}; got {kind!r}")
+        cmap, label, self.fmt = KINDS[kind]
+        if kind == "scores":
+            limit = 1.0 if limit is None else float(limit)
+            self.norm = Normalize(-limit, limit)
+        else:
+            self.norm = Normalize(0.0, 1.0)
+        self.ax, self.kind, self.stamped = ax, kind, stamped
+        self.cmap = ListedColormap(COLOUR_MAPS[cmap], name=cmap).with_extremes(bad=MASKED)
+        # "nearest" keeps each cell a crisp square at any size
+        self.im = ax.imshow(np.zeros((1, 1)), cmap=self.cmap, norm=self.norm, interpolation="nearest")
+        ax.set_xlabel("key position")
+        ax.set_ylabel("query position")
+        # fixed label places: matplotlib otherwise measures every tick label on every draw
+        ax.xaxis.set_label_coords(0.5, -0.1)
+        ax.yaxis.set_label_coords(-0.12, 0.5)
+        if stamped:
+            ax.xaxis.set_major_locator(NullLocator())
+            ax.yaxis.set_major_locator(NullLocator())
+        else:
+            ax.tick_params(labelsize=_pt(TICK_PX), length=2)
+        self.colorbar = None
+        if colorbar:
+            self.colorbar = ax.figure.colorbar(self.im, ax=ax, fraction=0.046, pad=0.04)
+            self.colorbar.set_label(colorbar_label or label)
+            self.colorbar.ax.tick_params(labelsize=_pt(TICK_PX))
+        self.matrix = None
+        self.labels: list[str] | None = None
+        self._cells: list[tuple[int, int, str, str]] = []
+        self._texts = []
+        self._lookups: dict = {}  # paint()'s pixel -> cell lookups, by matrix shape and figure size
+
+    def update(self, matrix, tokens=None, annotate: bool | None = None) -> np.ndarray:
+        """Draw ``matrix`` (T_q, T_k); ``tokens`` (one character per position) label both axes."""
+        arr = to_numpy(matrix)
+        n_rows, n_cols = arr.shape
+        if tokens is not None and not (len(tokens) == n_rows == n_cols):
+            raise ValueError(f"tokens must give one character per position: expected {n_cols}, got {len(tokens)}")
+        if annotate is None:
+            annotate = max(n_rows, n_cols) <= ANNOTATE_MAX_T
+        shown = np.ma.masked_invalid(arr)  # -inf (a masked score) takes the grey "bad" colour
+        self.im.set_data(shown)
+        self.im.set_extent((-0.5, n_cols - 0.5, n_rows - 0.5, -0.5))
+        self.matrix = arr
+        self.labels = None if tokens is None else [token_label(ch) for ch in tokens]
+        self._cells = []
+        if annotate:
+            colors = self.cmap(self.norm(shown))
+            self._cells = [(j, i, self._number(arr[i, j]), contrast_color(colors[i, j]))
+                           for i in range(n_rows) for j in range(n_cols)]
+        if not self.stamped:
+            self._draw_texts(n_rows, n_cols)
+        return arr
+
+    def _number(self, v: float) -> str:
+        if np.isneginf(v):
+            return "−∞"
+        return self.fmt.format(v).replace("-", "−")
+
+    def _draw_texts(self, n_rows: int, n_cols: int):
+        for t in self._texts:
+            t.remove()
+        self._texts = [self.ax.text(j, i, s, ha="center", va="center", color=c, fontsize=_pt(CELL_PX))
+                       for j, i, s, c in self._cells]
+        for axis, n in ((self.ax.xaxis, n_cols), (self.ax.yaxis, n_rows)):
+            step = self._step(n)
+            axis.set_major_locator(FixedLocator(range(0, n, step)))
+            axis.set_ticklabels([self._tick(i) for i in range(0, n, step)])
+
+    def _step(self, n: int) -> int:
+        # every position while that stays legible, else every few
+        return 1 if self.labels is not None or n <= 16 else max(1, n // 8)
+
+    def _tick(self, i: int) -> str:
+        return self.labels[i] if self.labels is not None else str(i)
+
+    def cell_colors(self) -> np.ndarray:
+        """The (T_q, T_k, 4) uint8 colour of every cell, as the colour map gives it to the image."""
+        return self.cmap(self.norm(np.ma.masked_invalid(self.matrix)), bytes=True)
+
+    def paint(self, rgba: np.ndarray) -> None:
+        """Fill the heatmap's cells into ``rgba``, the figure's (H, W, 4) pixels, with numpy.
+
+        The same pixels matplotlib's "nearest" image draws (tests/test_plots.py compares them), in a
+        fraction of its time: which cell each pixel column and row shows is asked of matplotlib itself,
+        once per matrix shape (:meth:`_cell_lookup`), so it holds for every matplotlib version; each
+        pixel then takes its cell's colour, :meth:`cell_colors`, one colour-map lookup per cell.
+        """
+        if self.matrix is None:
+            return
+        rows, i, cols, j = self._lookups[self._lookup_key(rgba)]
+        if len(rows) and len(cols):
+            band = self.cell_colors()[:, j]  # (T_q, pixel columns, 4): one pixel row per cell row
+            if rows[-1] - rows[0] + 1 == len(rows) and cols[-1] - cols[0] + 1 == len(cols):
+                rgba[rows[0]:rows[-1] + 1, cols[0]:cols[-1] + 1] = band[i]  # copied down each cell's pixel rows
+            else:  # a clip that is not a rectangle (never in this course's figures)
+                rgba[np.ix_(rows, cols)] = band[i]
+
+    def _lookup_key(self, rgba: np.ndarray) -> tuple:
+        return self.matrix.shape, rgba.shape, tuple(self.ax.bbox.bounds), self.ax.get_xlim(), self.ax.get_ylim()
+
+    def find_cells(self, rgba: np.ndarray) -> None:
+        """Make sure :meth:`paint` knows which cell each pixel shows for the matrix shown now; this may
+        draw into ``rgba`` (the canvas' buffer): call it before the frame's background is restored."""
+        if self.matrix is not None and self._lookup_key(rgba) not in self._lookups:
+            if len(self._lookups) > 64:
+                self._lookups.clear()  # bounded: a few shapes are met again and again
+            self._lookups[self._lookup_key(rgba)] = self._cell_lookup(rgba)
+
+    def _cell_lookup(self, rgba: np.ndarray):
+        """(pixel rows, their cell rows, pixel columns, their cell columns) of the image as matplotlib
+        draws it now. Found by drawing, into ``rgba`` (the canvas' buffer, which the caller restores
+        afterwards), an image of the same extent whose colour is its cell's index, clipped to two thin
+        strips across the axes: one crossing every pixel column, one every pixel row. A strip costs a
+        few hundred pixels of matplotlib's resampling, not the whole heatmap's."""
+        from matplotlib.image import AxesImage
+        from matplotlib.transforms import Bbox
+
+        n_rows, n_cols = self.matrix.shape
+        if max(n_rows, n_cols) > 255:
+            raise ValueError(f"a heatmap shows at most 255 positions per axis; got {self.matrix.shape}")
+        index = np.zeros((n_rows, n_cols, 4), np.uint8)
+        index[..., 0] = np.arange(n_rows)[:, None]  # red: the cell's row
+        index[..., 1] = np.arange(n_cols)[None, :]  # green: its column
+        index[..., 3] = 255
+        probe = AxesImage(self.ax, interpolation="nearest", origin=self.im.origin, extent=self.im.get_extent())
+        probe.set_interpolation_stage(self.im.get_interpolation_stage())
+        probe.set_data(index)
+        probe.set_transform(self.im.get_transform())
+        H = rgba.shape[0]
+        box = self.ax.bbox
+        x_mid, y_mid = round((box.x0 + box.x1) / 2), round((box.y0 + box.y1) / 2)
+        found = []
+        for strip in (Bbox([[box.x0, y_mid], [box.x1, y_mid + 2]]),  # across every column
+                      Bbox([[x_mid, box.y0], [x_mid + 2, box.y1]])):  # down every row
+            rgba[..., 3] = 0  # what the probe does not cover stays transparent
+            probe.set_clip_box(strip)
+            probe.set_clip_path(self.im.get_clip_path())
+            self.ax.figure.draw_artist(probe)
+            covered = rgba[..., 3] == 255
+            found.append((covered, rgba[..., 0].copy(), rgba[..., 1].copy()))
+        (c_cov, _, green), (r_cov, red, _) = found
+        line = H - 1 - y_mid  # a buffer row inside the first strip (row 0 is the top)
+        cols = np.flatnonzero(c_cov[line])
+        x_col = x_mid  # a buffer column inside the second strip
+        rows = np.flatnonzero(r_cov[:, x_col])
+        return rows, red[rows, x_col].astype(np.intp), cols, green[line, cols].astype(np.intp)
+
+    def stamps(self) -> list[tuple]:
+        """The texts a Frame blends in: ``(x, y, text, color, size_px, anchor)`` in display pixels.
+
+        ``y`` counts from the bottom (matplotlib's display coordinates); ``anchor`` is the text
+        box's point placed at (x, y): "center", "top" (tick labels under the x axis) or "right"
+        (tick labels left of the y axis).
+        """
+        if self.matrix is None:
+            return []
+        n_rows, n_cols = self.matrix.shape
+        data = self.ax.transData.transform
+        gap = 3 * self.ax.figure.dpi / CSS_DPI  # between the axes and a tick label
+        items = []
+        if self._cells:
+            points = data(np.array([(j, i) for j, i, _, _ in self._cells], dtype=float))
+            items += [(x, y, s, c, CELL_PX, "center") for (x, y), (_, _, s, c) in zip(points, self._cells)]
+        x_step, y_step = self._step(n_cols), self._step(n_rows)
+        for j in range(0, n_cols, x_step):
+            x, y = data((j, n_rows - 0.5))
+            items.append((x, y - gap, self._tick(j), "black", TICK_PX, "top"))
+        for i in range(0, n_rows, y_step):
+            x, y = data((-0.5, i))
+            items.append((x - gap, y, self._tick(i), "black", TICK_PX, "right"))
+        return items
+
+
+def _finite_limit(arrays) -> float:
+    finite = [np.abs(a[np.isfinite(a)]).max() for a in arrays if np.isfinite(a).any()]
+    return max(finite, default=1.0) or 1.0
+
+
+def attention_heatmap(matrix, ax=None, tokens=None, annotate: bool | None = None, title: str | None = None,
+                      kind: str = "weights", limit: float | None = None, colorbar_label: str | None = None):
+    """Draw one (T, T) matrix and return its Axes (chapters 1, 2 and 5).
+
+    ``kind="weights"`` (default) uses viridis on a fixed 0..1 scale, so two pictures compare by
+    colour; ``kind="scores"`` a diverging scale centred on 0, ±``limit`` (default: the largest finite
+    |score|), with -inf cells grey. ``annotate=None`` writes numbers in the cells when T <= 8;
+    ``tokens`` (a string or list of characters) labels both axes. With ``ax=None`` a new pyplot figure
+    is made (``ax.figure``), which a notebook shows at the end of the cell: end with ``plt.show()``.
+    """
+    arr = to_numpy(matrix)
+    if kind == "scores" and limit is None:
+        limit = _finite_limit([arr])
+    if ax is None:
+        ax = new_figure(pyplot=True).add_subplot()
+    HeatmapArtist(ax, kind=kind, limit=limit, colorbar_label=colorbar_label).update(arr, tokens, annotate)
+    if title is not None:
+        ax.set_title(title, fontsize=_pt(12))
+    return ax
+
+
+def show_heatmaps(matrices: Sequence, titles: Sequence[str], kinds: Sequence[str] | None = None,
+                  tokens=None, annotate: bool | None = None) -> Figure:
+    """Draw several (T, T) matrices side by side and return the Figure (chapter 4: scores, masked
+    scores and weights; chapter 6: the weights of several heads on one line of text).
+
+    ``kinds`` gives each panel's kind ("weights" by default, or "scores"); panels of one kind share
+    one colour scale and one colour bar (scores: ±the largest finite |score| of all score panels).
+    """
+    mats = [to_numpy(m) for m in matrices]
+    kinds = list(kinds) if kinds is not None else ["weights"] * len(mats)
+    if not mats or len(titles) != len(mats) or len(kinds) != len(mats):
+        raise ValueError(f"give one title and one kind per matrix: got {len(mats)} matrices, "
+                         f"{len(titles)} titles and {len(kinds)} kinds")
+    limit = _finite_limit([m for m, k in zip(mats, kinds) if k == "scores"])
+    fig = new_figure(figsize=(2.6 * len(mats) + 1.0, 3.0), pyplot=True, layout="constrained")
+    axes = fig.subplots(1, len(mats), squeeze=False)[0]
+    artists = []
+    for n, (ax, m, t, k) in enumerate(zip(axes, mats, titles, kinds)):
+        art = HeatmapArtist(ax, kind=k, limit=limit, colorbar=False)
+        art.update(m, tokens, annotate)
+        ax.set_title(t, fontsize=_pt(12))
+        if n:
+            ax.set_ylabel("")
+        artists.append(art)
+    for kind in dict.fromkeys(kinds):
+        group = [a for a, k in zip(artists, kinds) if k == kind]
+        bar = fig.colorbar(group[0].im, ax=[a.ax for a in group], shrink=0.8, pad=0.02)
+        bar.set_label(KINDS[kind][1])
+        bar.ax.tick_params(labelsize=_pt(TICK_PX))
+    return fig
+

@@ -1,0 +1,96 @@
+"""The course's one command line: ``python -m course <command>`` (the Makefile's targets call it).
+
+Each command is a module of this package with ``add_arguments(parser)`` and ``run(args) -> int``, or one of
+the few commands below that join two modules. The table :data:`COMMANDS` is the whole list.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from course import launch_notebooks, student_edition
+from course.book_index import LaunchError, load_book
+from course.layout import STUDENT, chapters, shown
+
+
+def _launch_arguments(parser) -> None:
+    parser.add_argument("--check", action="store_true", help="only report whether notebooks/ is stale")
+    parser.add_argument("--no-student", action="store_true", help="skip the student editions")
+
+
+def _launch(args) -> int:
+    """notebooks/ from lessons/ (or, with ``--check``, whether it is stale), then the student editions."""
+    if not chapters():
+        print("no chapters found under lessons/", file=sys.stderr)
+        return 1
+    try:
+        book = load_book()
+        if args.check:
+            out_of_date = launch_notebooks.stale(book)
+            if out_of_date:
+                print("launch notebooks out of date with lessons/: " + ", ".join(out_of_date)
+                      + "\nrun `make launch` and commit notebooks/", file=sys.stderr)
+                return 1
+            return 0
+        for path in launch_notebooks.write(book):
+            print(f"wrote {shown(path)}" if path.exists() else f"removed {shown(path)}")
+        if not args.no_student:
+            for target in student_edition.build(chapters(), STUDENT, book=book):
+                print(f"wrote {shown(target)} and {target.with_suffix('.zip').name}")
+    except LaunchError as exc:
+        print(f"launch notebooks cannot be made:\n{exc}", file=sys.stderr)
+        return 1
+    except student_edition.StudentEditionError as exc:  # names the notebook and cell
+        print(f"student edition not written:\n{exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+# command: (module that holds add_arguments and run, one line of help); a module named "." is this one
+COMMANDS = {
+    "sync": ("chapters", "bootstrap cells, README table, clone command and notebooks/ follow _config.yml"),
+    "execute": ("chapters", "sync, run chapters in a fresh kernel and store their outputs"),
+    "check": ("chapters", "fail if a chapter, the README or notebooks/ is out of date"),
+    "launch": (".", "write notebooks/ (plain Markdown) and the student editions in student/"),
+    "student": ("student_edition", "write student/NN_slug.ipynb and .zip, solutions removed"),
+    "graded": ("graded_edition", "write graded/NN_slug/: otter-grader's student notebook and autograder"),
+    "grade": ("grade", "grade a folder of submissions of one chapter, each in a sandbox"),
+    "release": ("release", "set the version everywhere and date the changelog (--tag: commit and tag)"),
+    "train": ("train", "train chapter 6's models and write their weights into attention_lab/data/"),
+    "vendor": ("vendor_js", "copy the widget manager and KaTeX from node_modules into book/_static/vendor/"),
+    "colour-maps": ("colour_maps", "write attention_lab/data/colour_maps.json"),
+    "sweep-checks": ("sweep_checks", "feed every check right, wrong and odd answers; count the verdicts"),
+    "bench-explorers": ("bench.explorers", "one explorer update against a naive redraw"),
+    "bench-pages": ("bench.pages", "the weight of a first visit of every page of the built book"),
+    "bench-keypress": ("bench.keypress", "keypress to painted picture, in JupyterLab and in the built book"),
+}
+LOCAL = {"launch": (_launch_arguments, _launch)}
+
+
+def parser() -> argparse.ArgumentParser:
+    """Every command and its options. A command's module is imported only when the command runs or its
+    options are asked for, so ``python -m course sync`` does not import torch."""
+    top = argparse.ArgumentParser(prog="python -m course", description=__doc__.splitlines()[0])
+    commands = top.add_subparsers(dest="command", required=True, metavar="command")
+    for name, (module, help_text) in COMMANDS.items():
+        sub = commands.add_parser(name, help=help_text, description=help_text)
+        sub.set_defaults(module=module)
+    return top
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    known, _ = parser().parse_known_args(argv[:1] or ["--help"])
+    if known.command in LOCAL:
+        add_arguments, run = LOCAL[known.command]
+    else:
+        module = importlib.import_module(f"course.{known.module}")
+        add_arguments, run = module.add_arguments, module.run
+    sub = argparse.ArgumentParser(prog=f"python -m course {known.command}",
+                                  description=COMMANDS[known.command][1])
+    add_arguments(sub)
+    args = sub.parse_args(argv[1:])
+    args.command = known.command
+    return run(args)
