@@ -9,7 +9,13 @@ having run before it, or on running first.
 
 from __future__ import annotations
 
+import os
 import random
+
+# the chapters' kernels (nbval's, and JupyterLab's in the browser tests) inherit this: every tensor of the
+# chapters is small, and on a loaded 2-core machine two threads that wait on each other ran chapter 6 in
+# 292 s instead of 81 s; course/chapters.py gives `make outputs` the same setting
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 pytest_plugins = ["pytester"]  # tests/test_test_order.py runs small pytest sessions of its own
 

@@ -8,12 +8,17 @@ first call decompresses the text once and keeps it.
 Who uses what: chapter 5 takes :func:`corpus`, :func:`vocab`, :func:`batch` and :func:`decode`,
 and its head explorer :func:`vocab` and :func:`encode`; chapter 6 and :mod:`attention_lab.training`
 take :func:`split`, :func:`vocab`, :func:`encode` and :func:`decode`; chapter 6's explorer and checks
-read :func:`validation_lines`.
+read :func:`validation_lines`. Two helpers keep printing out of the chapters' way: :func:`wrap` fits a
+long message into the book's column (chapters 5 and 6), and :func:`refusal` says why PyTorch refused a
+call (chapter 5).
 """
 
 from __future__ import annotations
 
 import gzip
+import re
+import textwrap
+import warnings
 from functools import lru_cache
 from importlib import resources
 
@@ -21,6 +26,7 @@ import torch
 
 FILE = "data/tinyshakespeare.txt.gz"
 TRAIN_FRACTION = 0.9
+WIDTH = 72  # characters of a printed line that fit the book's code column, with room to spare
 
 
 @lru_cache(maxsize=1)
@@ -107,3 +113,29 @@ def batch(B: int, T: int, generator: torch.Generator | None = None) -> tuple[tor
     texts = [data[s : s + T] for s in starts]
     ids = torch.stack([_ids()[s : s + T] for s in starts])  # (B, T)
     return ids, texts
+
+
+def wrap(message, width: int = WIDTH) -> str:
+    """``str(message)`` on lines of at most ``width`` characters (chapter 5 prints PyTorch's error messages
+    with it, chapter 6 the long lines its models write). Each line break or tab of the message, with the
+    spaces around it, becomes one space; other spaces stay as they are."""
+    return textwrap.fill(re.sub(r" *[\n\t][\s]*", " ", str(message)), width=width)
+
+
+def refusal(fn, *args, **kwargs) -> str | None:
+    """Call ``fn(*args, **kwargs)``; None if it ran, else why it was refused, in PyTorch's own words.
+
+    For chapter 5's forced-kernel calls: PyTorch raises a ``RuntimeError`` ("No available kernel") and
+    says the reason in a ``UserWarning``, which this collects (so nothing is printed beside the cell) and
+    cuts before its "(Triggered internally at ...)" part, which names a file of PyTorch's build.
+    Other exceptions are raised as they are.
+    """
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        try:
+            fn(*args, **kwargs)
+        except RuntimeError as err:
+            reasons = [str(w.message).split(" (Triggered")[0] for w in said]
+            why = " ".join(r for r in reasons if r) or "PyTorch gave no reason"
+            return f"refused ({' '.join(str(err).split())}): {why}"
+    return None

@@ -211,8 +211,11 @@ def execute(path: Path) -> None:
         record_timing=False,
     )
     # only the kernel's environment says so: explorers record their page configs for the book
-    # (attention_lab.explorers); the calling process, a test worker perhaps, keeps its own environment
-    client.execute(env={**os.environ, "ATTENTION_LAB_STATIC": "1"})
+    # (attention_lab.explorers); the calling process, a test worker perhaps, keeps its own environment.
+    # One thread, as under nbval (conftest.py): the chapters' tensors are small, and two threads that wait
+    # on each other make chapter 6 several times slower on a loaded machine, with the same results
+    client.execute(env={**os.environ, "ATTENTION_LAB_STATIC": "1",
+                        "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")})
     normalize(nb, path.stem)
     nbformat.validate(nb)
     nbformat.write(nb, path)

@@ -544,3 +544,28 @@ def test_the_zip_runs_the_judge(tmp_path):
         assert "from attention_lab.gradescope import main" in zf.read("run_otter.py").decode()
         assert zf.read("tests/Exercise 1.1.py") == b"otter's test"
         assert json.loads(zf.read("grading_spec.json")) == spec
+
+
+C2 = "02_queries_keys_values"
+LAYOUT_2 = '''
+def one_way():
+    query, key = nn.Linear(2, 2, bias=False), nn.Linear(2, 2, bias=False)
+    with torch.no_grad():
+        query.weight.copy_(torch.tensor([[2.0, 0.0], [0.0, 0.0]]))
+        key.weight.copy_(torch.tensor([[0.0, 0.0], [1.0, 0.0]]))  # written as (in, out)
+    return query, key
+'''
+
+
+@needs_bwrap
+def test_an_exercise_of_exercise_checks_is_judged_from_the_sandbox_record(tmp_path):
+    """Exercise 2.1's check lives in attention_lab/exercise_checks.py: observed in the sandbox, judged outside."""
+    batch = Batch(tmp_path)
+    for kind, answer in [("right", "solution"), ("in-out", LAYOUT_2)]:
+        (batch.submissions / f"{kind}.ipynb").write_text(_notebook(C2, {"2.1": answer}))
+    lines, status = batch.run(C2, "--seed", "11", "--timeout", "60", "--jobs", "2", out="out")
+    assert status == 0, "\n".join(lines)
+    book = batch.gradebook("out")
+    assert (book["right"]["total"], book["in-out"]["total"]) == ("1", "0"), book
+    feedback = (batch.grader / "out" / "feedback" / "in-out.txt").read_text()
+    assert "nn.Linear stores (out, in)" in " ".join(feedback.split()), feedback

@@ -190,4 +190,5 @@ def test_the_exercises_and_their_checks_stay_with_their_stored_output(lessons, h
                     and "solution" not in cell.metadata.get("tags", []):
                 assert " ".join(cell.source.split()) in text, (path.name, cell.source)
                 printed = " ".join("".join(o.get("text", "") for o in cell.outputs).split())
-                assert printed.startswith("✓") and printed in text, (path.name, printed)
+                # stored as the stub answers it: the book shows no pass before the reader has answered
+                assert printed.startswith("✗ not yet implemented") and printed in text, (path.name, printed)

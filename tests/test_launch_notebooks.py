@@ -355,7 +355,7 @@ def test_run_all_shows_no_output_under_a_folded_cell():
     nb = nbformat.read(path, as_version=4)
     NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}).execute()
     hidden = [c for c in nb.cells if c.cell_type == "code" and c.metadata.get("jupyter", {}).get("source_hidden")]
-    assert len(hidden) == 5  # the bootstrap cell, the set-up cell (one thread) and three solutions
+    assert len(hidden) == 4  # the bootstrap cell and three solutions
     shown = {c.get("id"): c.outputs for c in hidden if c.outputs}
     assert shown == {}, f"folded cells showed outputs after Run all: {shown}"
 

@@ -174,7 +174,7 @@ def _text(cell) -> str:
     return "".join(parts)
 
 
-_CHECK_CALL = re.compile(r"^\s*(?:checks\.)?check_\w+\(", re.M)
+_CHECK_CALL = re.compile(r"^\s*(?:(?:exercise_)?checks\.)?check_\w+\(", re.M)
 
 
 def test_synthetic_student_edition_runs_and_says_not_yet_implemented(tmp_path):

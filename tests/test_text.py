@@ -128,3 +128,32 @@ def test_validation_lines_are_the_lines_of_the_validation_ids_that_fit(block_siz
     expected = [s for s in text.decode(text.split()[1]).split("\n") if 2 <= len(s) <= block_size]
     got = text.validation_lines(block_size)
     assert got == expected and got and all(2 <= len(s) <= block_size for s in got)
+
+
+# the two printing helpers of chapters 5 and 6
+
+def test_wrap_fits_the_column_and_joins_line_breaks_but_keeps_the_texts_own_spaces():
+    message = "Error(s) in loading state_dict for Head:\n\tsize mismatch for tril: " + "word " * 30
+    wrapped = text.wrap(message)
+    assert all(len(line) <= text.WIDTH for line in wrapped.splitlines()) and len(wrapped.splitlines()) > 2
+    assert "Head: size mismatch" in wrapped and "\t" not in wrapped
+    assert text.wrap("sampled  text,  two spaces") == "sampled  text,  two spaces"
+    assert text.wrap(ValueError("not a str")) == "not a str"
+
+
+def test_refusal_says_nothing_when_the_call_runs_and_pytorchs_reason_when_it_is_refused():
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    q = torch.randn(2, 4, 8)  # (B, T, hs): three axes, which the flash kernel refuses
+    with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+        said = text.refusal(F.scaled_dot_product_attention, q, q, q, is_causal=True)
+        ran = text.refusal(F.scaled_dot_product_attention, q[:, None], q[:, None], q[:, None], is_causal=True)
+    assert ran is None
+    assert said.startswith("refused (No available kernel. Aborting execution.):")
+    assert "to be 4 dimensional" in said and "Triggered" not in said
+
+
+def test_refusal_lets_other_errors_through():
+    with pytest.raises(ValueError, match="bad"):
+        text.refusal(lambda: (_ for _ in ()).throw(ValueError("bad")))
