@@ -665,7 +665,7 @@ def test_a_head_right_in_float64_is_accepted():
 
 @pytest.fixture
 def short_limit(monkeypatch):
-    monkeypatch.setattr(explorers, "HEAD_TIME_LIMIT_S", 0.3)
+    monkeypatch.setattr(explorers.learner, "HEAD_TIME_LIMIT_S", 0.3)  # read where it is used
     return 0.3
 
 
@@ -895,7 +895,7 @@ def run_as_kernel(monkeypatch, coroutine_function):
     """Run a coroutine as a kernel runs a comm message: on a loop of its own, in a fresh thread (so
     that another loop already running on the test's thread, such as Playwright's, is left alone),
     with the explorers believing they are inside an IPython kernel."""
-    monkeypatch.setattr(explorers, "in_kernel", lambda: True)
+    monkeypatch.setattr(explorers.base, "in_kernel", lambda: True)
     failure = []
 
     def target():
@@ -972,7 +972,7 @@ def test_beside_another_running_loop_a_change_is_drawn_at_once(foreign_loop):
 
 def test_only_a_kernels_running_loop_is_booked(monkeypatch, foreign_loop):
     assert not explorers.in_kernel()  # pytest runs no IPython kernel
-    monkeypatch.setattr(explorers, "in_kernel", lambda: True)
+    monkeypatch.setattr(explorers.base, "in_kernel", lambda: True)
     assert explorers.redraw_loop() is foreign_loop
     asyncio._set_running_loop(None)  # a kernel's code with no loop running (a script run by %run)
     assert explorers.redraw_loop() is None
