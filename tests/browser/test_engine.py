@@ -204,6 +204,19 @@ def test_chapter_5s_modules_and_weights_are_the_explorers(page, seed, d, block_s
     assert biggest(as_array(got[6]), out.numpy()) <= TOL
 
 
+def test_one_seeds_tables_serve_every_head_size_in_any_order(page):
+    # the page keeps one seed's tables and draws the heads' weights from one stream, longer when a
+    # larger head asks: a small d_k after a large one, and a large one after small ones, are torch's
+    seed, block_size, sizes = 4242, 16, (3, 40, 7, 1, 128, 16)
+    got = js(page, "const t = E.buildTables(arg.seed, arg.block);"
+                   " return arg.sizes.map(d => { const m = E.headFrom(t, d); return [m.key, m.query, m.value].map(pack); });",
+             {"seed": seed, "block": block_size, "sizes": list(sizes)})
+    for d, parts in zip(sizes, got):
+        _, _, head = explorers._build_modules(ReferenceHead, d, block_size, seed)
+        for name, a in zip(("key", "query", "value"), parts):
+            assert_same_uniform_draws(as_array(a), getattr(head, name).weight.detach().numpy(), f"{name} at d_k={d}")
+
+
 def test_text_longer_than_the_block_is_refused(page):
     message = js(page, "try { E.head(E.buildHead(1, 4, 3), [0, 1, 2, 3]); return null; }"
                        " catch (e) { return e.message; }")

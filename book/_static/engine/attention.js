@@ -231,14 +231,21 @@
     return { after: g, tokenTable: tokenTable, positionTable: positionTable, C: C, blockSize: blockSize };
   }
 
-  /** Head(C, headSize, blockSize) drawn after the tables of buildTables: key, query, value. */
+  /**
+   * Head(C, headSize, blockSize) drawn after the tables of buildTables: key, query, value. The three
+   * nn.Linear(C, headSize) draw 3 * headSize * C numbers in a row from the same uniform on
+   * ±1/sqrt(C), so every head size reads the start of one stream drawn once per seed (and drawn
+   * longer when a larger head asks): a new d_k on the slider costs no draws.
+   */
   function headFrom(tables, headSize) {
-    var g = tables.after.clone(), C = tables.C;
-    var key = linearWeight(g, C, headSize);  // (head_size, C)
-    var query = linearWeight(g, C, headSize);
-    var value = linearWeight(g, C, headSize);
-    return { tokenTable: tables.tokenTable, positionTable: tables.positionTable, key: key, query: query,
-      value: value, C: C, headSize: headSize, blockSize: tables.blockSize };
+    var C = tables.C, n = headSize * C;
+    if (!tables.stream || tables.stream.length < 3 * n) {
+      var longer = Math.max(3 * n, tables.stream ? 2 * tables.stream.length : 0);
+      tables.stream = linearWeight(tables.after.clone(), C, longer / C).data;  // (3 * rows, C) in a row
+    }
+    var part = function (k) { return matrix(headSize, C, tables.stream.subarray(k * n, (k + 1) * n)); };
+    return { tokenTable: tables.tokenTable, positionTable: tables.positionTable, key: part(0),
+      query: part(1), value: part(2), C: C, headSize: headSize, blockSize: tables.blockSize };
   }
 
   // ---- the attention maths -----------------------------------------------------------------
