@@ -231,14 +231,10 @@
   // chapter 5: d_k, T, seed, text -> the weights of one causal head built from the seed
   EXPLORERS.head = function (cfg) {
     var start = cfg.start ? unpackProjections(cfg.start) : null;
-    var tables = {}, built = [];  // the tables of each seed met; the last eight (d_k, seed) heads
-    function modules(d, seed) {
-      var key = d + "/" + seed;
-      for (var n = 0; n < built.length; n++) if (built[n].key === key) return built[n].modules;
+    var tables = {};  // the tables of the last seed met (attention.js's headAt keeps its heads' products)
+    function tablesOf(seed) {
       if (!tables[seed]) tables = { [seed]: E.buildTables(BigInt(seed), cfg.block_size, C, cfg.vocab.length) };
-      var m = E.headFrom(tables[seed], d);
-      built = built.slice(-7).concat([{ key: key, modules: m }]);
-      return m;
+      return tables[seed];
     }
     return {
       kind: "weights",
@@ -263,7 +259,7 @@
           var p = projected(start, ids);  // the chapter's own modules
           r = E.attention(p.query, p.key, p.value, {});
         } else {
-          r = E.head(modules(v.head_size, v.seed), ids);
+          r = E.headAt(tablesOf(v.seed), ids, v.head_size);
         }
         return { matrix: r.weights, tokens: v.text.slice(0, v.T), result: r };
       },
