@@ -182,6 +182,15 @@ def test_live_caption_follows_the_controls(factory, name, value, says):
         assert ex.message and says in ex.caption.value
 
 
+@pytest.mark.parametrize("d, says", [(64, "1/√d_k = 0.125, which acts as an inverse temperature"),
+                                     (128, "1/√d_k = 0.08839, which"), (1, "1/√d_k = 1, which")])
+def test_chapter_3s_caption_names_the_scale_as_an_inverse_temperature(d, says):
+    ex = explorers.scaling_explorer(head_size=d, static=False)
+    assert says in ex.caption.value
+    ex.controls["scale"].value = False
+    assert "not scaled (an inverse temperature of 1)" in ex.caption.value and "1/√d_k =" not in ex.caption.value
+
+
 @pytest.mark.parametrize("factory, name", [
     (explorers.scaling_explorer, "scale"),
     (explorers.masking_explorer, "mask"),

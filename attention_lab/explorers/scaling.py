@@ -64,7 +64,10 @@ class ScalingExplorer(Explorer):
 
     def alt(self, values, result):
         T = len(result["matrix"])
-        return (f"softmax weights for d_k={values['head_size']}, "
-                f"{'scaled by 1/√d_k' if values['scale'] else 'not scaled'}: mean largest weight "
+        # the scale multiplies every score before the softmax, as an inverse temperature does (1 unscaled)
+        d = values["head_size"]
+        scaling = (f"scaled by 1/√d_k = {1 / math.sqrt(d):.4g}, which acts as an inverse temperature"
+                   if values["scale"] else "not scaled (an inverse temperature of 1)")
+        return (f"softmax weights for d_k={d}, {scaling}: mean largest weight "
                 f"{result['mean_max_weight']:.2f}, mean entropy {result['mean_entropy_bits']:.2f} bits "
                 f"(uniform: {math.log2(T):.2f}); Var(q·k) = {result['variance']:.1f}")

@@ -50,6 +50,10 @@
     return String(Number(Number(x).toPrecision(6)));
   }
 
+  function significant(x, digits) {  // f"{x:.4g}" for 0.03 <= x <= 1, where no digit is a tie
+    return String(Number(Number(x).toPrecision(digits)));
+  }
+
   function plural(n, word) {
     return n + " " + word + (n === 1 ? "" : "s");
   }
@@ -185,7 +189,10 @@
           variance: variance[v.head_size - 1] / (v.scale ? v.head_size : 1) };
       },
       alt: function (v, r) {
-        return "softmax weights for d_k=" + v.head_size + ", " + (v.scale ? "scaled by 1/√d_k" : "not scaled") +
+        // the scale multiplies every score before the softmax, as an inverse temperature does (1 unscaled)
+        var scaling = v.scale ? "scaled by 1/√d_k = " + significant(1 / Math.sqrt(v.head_size), 4) +
+          ", which acts as an inverse temperature" : "not scaled (an inverse temperature of 1)";
+        return "softmax weights for d_k=" + v.head_size + ", " + scaling +
           ": mean largest weight " + fixed(r.meanMax, 2) + ", mean entropy " + fixed(r.meanEntropy, 2) +
           " bits (uniform: " + fixed(Math.log2(r.matrix.rows), 2) + "); Var(q·k) = " + fixed(r.variance, 1);
       }
