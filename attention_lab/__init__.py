@@ -4,7 +4,8 @@ The lesson's own code lives in the notebooks under ``lessons/``; this package ho
 lesson, one job a module:
 
 - :mod:`attention_lab.plots`: every picture (heatmaps, the explorers' fast frames, diagrams);
-- :mod:`attention_lab.explorers`: the widgets beside the pictures, and each chapter's maths behind them;
+- :mod:`attention_lab.explorers`: the widgets beside the pictures, and each chapter's maths behind them
+  (one module per chapter's explorer);
 - :mod:`attention_lab.checks`: the exercise checks, which name the mistake they find;
 - :mod:`attention_lab.text`: the tiny-Shakespeare corpus, shipped inside the package;
 - :mod:`attention_lab.training`: the model and training loop behind chapter 6's trained head;

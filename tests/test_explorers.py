@@ -182,6 +182,15 @@ def test_live_caption_follows_the_controls(factory, name, value, says):
         assert ex.message and says in ex.caption.value
 
 
+@pytest.mark.parametrize("d, says", [(64, "1/√d_k = 0.125, which acts as an inverse temperature"),
+                                     (128, "1/√d_k = 0.08839, which"), (1, "1/√d_k = 1, which")])
+def test_chapter_3s_caption_names_the_scale_as_an_inverse_temperature(d, says):
+    ex = explorers.scaling_explorer(head_size=d, static=False)
+    assert says in ex.caption.value
+    ex.controls["scale"].value = False
+    assert "not scaled (an inverse temperature of 1)" in ex.caption.value and "1/√d_k =" not in ex.caption.value
+
+
 @pytest.mark.parametrize("factory, name", [
     (explorers.scaling_explorer, "scale"),
     (explorers.masking_explorer, "mask"),
@@ -665,7 +674,7 @@ def test_a_head_right_in_float64_is_accepted():
 
 @pytest.fixture
 def short_limit(monkeypatch):
-    monkeypatch.setattr(explorers, "HEAD_TIME_LIMIT_S", 0.3)
+    monkeypatch.setattr(explorers.learner, "HEAD_TIME_LIMIT_S", 0.3)  # read where it is used
     return 0.3
 
 
@@ -895,7 +904,7 @@ def run_as_kernel(monkeypatch, coroutine_function):
     """Run a coroutine as a kernel runs a comm message: on a loop of its own, in a fresh thread (so
     that another loop already running on the test's thread, such as Playwright's, is left alone),
     with the explorers believing they are inside an IPython kernel."""
-    monkeypatch.setattr(explorers, "in_kernel", lambda: True)
+    monkeypatch.setattr(explorers.base, "in_kernel", lambda: True)
     failure = []
 
     def target():
@@ -972,7 +981,7 @@ def test_beside_another_running_loop_a_change_is_drawn_at_once(foreign_loop):
 
 def test_only_a_kernels_running_loop_is_booked(monkeypatch, foreign_loop):
     assert not explorers.in_kernel()  # pytest runs no IPython kernel
-    monkeypatch.setattr(explorers, "in_kernel", lambda: True)
+    monkeypatch.setattr(explorers.base, "in_kernel", lambda: True)
     assert explorers.redraw_loop() is foreign_loop
     asyncio._set_running_loop(None)  # a kernel's code with no loop running (a script run by %run)
     assert explorers.redraw_loop() is None

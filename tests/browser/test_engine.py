@@ -204,6 +204,40 @@ def test_chapter_5s_modules_and_weights_are_the_explorers(page, seed, d, block_s
     assert biggest(as_array(got[6]), out.numpy()) <= TOL
 
 
+def test_a_head_from_kept_products_is_torchs_as_d_k_and_the_text_change(page):
+    # headAt, what the page's chapter 5 explorer calls: one seed's tables, products kept per position and
+    # character while d_k moves both ways (the stream grows at 17, 33, 65), characters are typed and
+    # removed, and the text changes; every picture against torch's head built afresh
+    seed, block_size = 99, 16
+    steps = [(16, "First"), (17, "First"), (40, "First"), (3, "First"), (3, "First "), (3, "First C"),
+             (128, "First C"), (1, "Fir"), (65, "O Romeo, Romeo"), (64, "O Romeo, Romeo!"), (16, "x")]
+    got = js(page, "const t = E.buildTables(arg.seed, arg.block);"
+                   " return arg.steps.map(([d, s]) => { const r = E.headAt(t, E.encode(s, arg.vocab), d);"
+                   " return [pack(r.weights), pack(r.out), pack(r.q)]; });",
+             {"seed": seed, "block": block_size, "steps": steps, "vocab": "".join(vocab())})
+    for (d, s), (w, out, q) in zip(steps, got):
+        tok, pos, head = explorers._build_modules(ReferenceHead, d, block_size, seed)
+        with torch.no_grad():
+            x = tok(torch.tensor([encode(s)])) + pos(torch.arange(len(s)))  # (1, T, C)
+            want_w, want_out, want_q = explorers.head_weights(head, x)[0], head(x)[0], head.query(x)[0]
+        assert biggest(as_array(w), want_w.numpy()) <= TOL, f"weights at d_k={d}, {s!r}"
+        assert biggest(as_array(out), want_out.numpy()) <= TOL, f"out at d_k={d}, {s!r}"
+        assert biggest(as_array(q), want_q.numpy()) <= TOL, f"q at d_k={d}, {s!r}"
+
+
+def test_one_seeds_tables_serve_every_head_size_in_any_order(page):
+    # the page keeps one seed's tables and draws the heads' weights from one stream, longer when a
+    # larger head asks: a small d_k after a large one, and a large one after small ones, are torch's
+    seed, block_size, sizes = 4242, 16, (3, 40, 7, 1, 128, 16)
+    got = js(page, "const t = E.buildTables(arg.seed, arg.block);"
+                   " return arg.sizes.map(d => { const m = E.headFrom(t, d); return [m.key, m.query, m.value].map(pack); });",
+             {"seed": seed, "block": block_size, "sizes": list(sizes)})
+    for d, parts in zip(sizes, got):
+        _, _, head = explorers._build_modules(ReferenceHead, d, block_size, seed)
+        for name, a in zip(("key", "query", "value"), parts):
+            assert_same_uniform_draws(as_array(a), getattr(head, name).weight.detach().numpy(), f"{name} at d_k={d}")
+
+
 def test_text_longer_than_the_block_is_refused(page):
     message = js(page, "try { E.head(E.buildHead(1, 4, 3), [0, 1, 2, 3]); return null; }"
                        " catch (e) { return e.message; }")

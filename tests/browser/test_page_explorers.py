@@ -319,3 +319,63 @@ def test_first_visits_weigh_under_the_limits(browser):
         weights = {path: bench_pages.Visit(browser, html, url, path, 1280).total for path in limits}
     print("\n" + "\n".join(f"{p}: {w / 1e6:.3f} MB" for p, w in weights.items()))
     assert {p: w for p, w in weights.items() if w > limits[p]} == {}
+
+
+# the chapter around an explorer is skipped while off screen (content-visibility: auto in course.css)
+_FAR_HEADING_JS = """() => {
+  const ex = document.querySelector('.attention-explorer[data-explorer]');
+  const below = Array.from(document.querySelectorAll('.bd-article section[id] > h2, .bd-article section[id] > h3'))
+    .filter(h => ex.compareDocumentPosition(h) & Node.DOCUMENT_POSITION_FOLLOWING);
+  const above = Array.from(document.querySelectorAll('.bd-article section[id] > h2'))
+    .filter(h => ex.compareDocumentPosition(h) & Node.DOCUMENT_POSITION_PRECEDING);
+  return {below: below.length ? below[below.length - 1].parentElement.id : null,
+          above: above.length ? above[0].parentElement.id : null};
+}"""
+
+
+@pytest.mark.parametrize("path", chapter_pages())
+def test_a_chapter_is_skipped_off_screen_and_its_anchors_and_words_still_land(browser, book_url, path):
+    from browsing import open_page
+
+    if path == "(book not built)":
+        missing("book not built: run `make book`")
+    context, v = open_page(browser, book_url + path)
+    p = v.page
+    try:
+        marks = p.evaluate("""() => ({page: !!document.querySelector('.bd-article.explorer-page'),
+            host: document.querySelectorAll('.explorer-host .attention-explorer[data-explorer]').length,
+            skipped: getComputedStyle(document.querySelector('.bd-article section > p')).contentVisibility,
+            contained: document.querySelector('.attention-explorer.is-contained') !== null})""")
+        assert marks == {"page": True, "host": 1, "skipped": "auto", "contained": True}
+        # presses lay out the explorer alone: the block under it, on screen, does not move
+        far = p.evaluate(_FAR_HEADING_JS)
+        root = p.locator(".attention-explorer[data-explorer]").first
+        root.scroll_into_view_if_needed()
+        p.wait_for_timeout(300)
+        under = "() => { let n = document.querySelector('.explorer-host'); while (!n.nextElementSibling) n = n.parentElement;" \
+                " return [n.nextElementSibling.getBoundingClientRect().top, scrollY]; }"
+        before = p.evaluate(under)
+        control = root.locator("input[type=range], input[type=text]").first
+        control.focus()
+        for key in ("ArrowLeft", "ArrowLeft", "ArrowRight") if control.get_attribute("type") == "range" else ("End", "Backspace", "a"):
+            p.keyboard.press(key)
+        p.wait_for_timeout(300)
+        assert p.evaluate(under) == before
+        # anchors below the explorer (the last section too) and above it land at their heading, or, for
+        # a section too near the end to reach the top, with the page scrolled to its end
+        for section in (far["below"], far["above"]):
+            if section is None:
+                continue
+            p.goto(book_url + path + "#" + section, wait_until="load")
+            p.wait_for_timeout(800)
+            y, at_end = p.evaluate(f"() => [document.querySelector('#{section} > :is(h1, h2, h3)').getBoundingClientRect().top,"
+                                   " scrollY + innerHeight >= document.documentElement.scrollHeight - 2]")
+            assert 0 <= y <= 120 or (at_end and 0 <= y < 900), f"#{section}'s heading is at {y} px after the jump"
+        # find-in-page reaches words in a block that has never been drawn
+        p.goto(book_url + path, wait_until="load")
+        p.wait_for_timeout(500)
+        words = p.evaluate(f"() => document.querySelector('#{far['below']} p').textContent.trim().split(/\\s+/).slice(0, 4).join(' ')")
+        assert p.evaluate("w => window.find(w)", words), f"find-in-page did not find {words!r}"
+        assert p.evaluate("() => { const r = getSelection().getRangeAt(0).getBoundingClientRect(); return r.top >= 0 && r.bottom <= innerHeight; }")
+    finally:
+        context.close()

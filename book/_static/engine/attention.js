@@ -231,14 +231,21 @@
     return { after: g, tokenTable: tokenTable, positionTable: positionTable, C: C, blockSize: blockSize };
   }
 
-  /** Head(C, headSize, blockSize) drawn after the tables of buildTables: key, query, value. */
+  /**
+   * Head(C, headSize, blockSize) drawn after the tables of buildTables: key, query, value. The three
+   * nn.Linear(C, headSize) draw 3 * headSize * C numbers in a row from the same uniform on
+   * ±1/sqrt(C), so every head size reads the start of one stream drawn once per seed (and drawn
+   * longer when a larger head asks): a new d_k on the slider costs no draws.
+   */
   function headFrom(tables, headSize) {
-    var g = tables.after.clone(), C = tables.C;
-    var key = linearWeight(g, C, headSize);  // (head_size, C)
-    var query = linearWeight(g, C, headSize);
-    var value = linearWeight(g, C, headSize);
-    return { tokenTable: tables.tokenTable, positionTable: tables.positionTable, key: key, query: query,
-      value: value, C: C, headSize: headSize, blockSize: tables.blockSize };
+    var C = tables.C, n = headSize * C;
+    if (!tables.stream || tables.stream.length < 3 * n) {
+      var longer = Math.max(3 * n, tables.stream ? 2 * tables.stream.length : 0);
+      tables.stream = linearWeight(tables.after.clone(), C, longer / C).data;  // (3 * rows, C) in a row
+    }
+    var part = function (k) { return matrix(headSize, C, tables.stream.subarray(k * n, (k + 1) * n)); };
+    return { tokenTable: tables.tokenTable, positionTable: tables.positionTable, key: part(0),
+      query: part(1), value: part(2), C: C, headSize: headSize, blockSize: tables.blockSize };
   }
 
   // ---- the attention maths -----------------------------------------------------------------
@@ -345,6 +352,48 @@
     return result;
   }
 
+  /**
+   * The same result as head(headFrom(tables, headSize), ids), made for a page whose d_k and text
+   * change at every press. Every head size's key, query and value are the row ranges [0, d), [d, 2d)
+   * and [2d, 3d) of headFrom's one stream S, so each position's x @ S.T, kept per (position,
+   * character), serves every d_k: a new d_k, or a character typed at the end, adds no product over C
+   * (a new character adds one row). The products are linear()'s, number for number.
+   */
+  function headAt(tables, ids, headSize) {
+    var C = tables.C, d = headSize, T = ids.length;
+    if (T > tables.blockSize) throw new RangeError("T=" + T + " is above block_size=" + tables.blockSize);
+    headFrom(tables, headSize);  // the stream, drawn long enough
+    var S = tables.stream, rows = S.length / C;
+    if (tables.rowsFor !== rows || tables.kept > 4096) {
+      tables.rowsOf = {};
+      tables.rowsFor = rows;
+      tables.kept = 0;
+    }
+    var q = new Float32Array(T * d), k = new Float32Array(T * d), v = new Float32Array(T * d);
+    var x = new Float32Array(C);
+    for (var t = 0; t < T; t++) {
+      var key = t + ":" + ids[t], p = tables.rowsOf[key];
+      if (!p) {
+        var tok = row(tables.tokenTable, ids[t]), pos = row(tables.positionTable, t);
+        for (var c = 0; c < C; c++) x[c] = tok[c] + pos[c];  // x_t, float32 as embed() stores it
+        p = new Float32Array(rows);
+        for (var r = 0; r < rows; r++) {
+          var sum = 0, at0 = r * C;
+          for (c = 0; c < C; c++) sum += x[c] * S[at0 + c];
+          p[r] = sum;
+        }
+        tables.rowsOf[key] = p;
+        tables.kept++;
+      }
+      for (var m = 0; m < d; m++) {
+        k[t * d + m] = p[m];
+        q[t * d + m] = p[d + m];
+        v[t * d + m] = p[2 * d + m];
+      }
+    }
+    return attention(matrix(T, d, q), matrix(T, d, k), matrix(T, d, v), { scale: true, mask: true });
+  }
+
   function norm(m, i, d) {
     var sum = 0;
     for (var c = 0; c < d; c++) sum += at(m, i, c) * at(m, i, c);
@@ -412,7 +461,7 @@
 
   var api = {
     Generator: Generator, linearWeight: linearWeight, embeddingWeight: embeddingWeight,
-    buildHead: buildHead, buildTables: buildTables, headFrom: headFrom, matrix: matrix, at: at, embed: embed, linear: linear,
+    buildHead: buildHead, buildTables: buildTables, headFrom: headFrom, headAt: headAt, matrix: matrix, at: at, embed: embed, linear: linear,
     attention: attention, head: head, trace: trace, encode: encode, colour: colour
   };
   root.AttentionEngine = api;

@@ -50,6 +50,10 @@
     return String(Number(Number(x).toPrecision(6)));
   }
 
+  function significant(x, digits) {  // f"{x:.4g}" for 0.03 <= x <= 1, where no digit is a tie
+    return String(Number(Number(x).toPrecision(digits)));
+  }
+
   function plural(n, word) {
     return n + " " + word + (n === 1 ? "" : "s");
   }
@@ -185,7 +189,10 @@
           variance: variance[v.head_size - 1] / (v.scale ? v.head_size : 1) };
       },
       alt: function (v, r) {
-        return "softmax weights for d_k=" + v.head_size + ", " + (v.scale ? "scaled by 1/√d_k" : "not scaled") +
+        // the scale multiplies every score before the softmax, as an inverse temperature does (1 unscaled)
+        var scaling = v.scale ? "scaled by 1/√d_k = " + significant(1 / Math.sqrt(v.head_size), 4) +
+          ", which acts as an inverse temperature" : "not scaled (an inverse temperature of 1)";
+        return "softmax weights for d_k=" + v.head_size + ", " + scaling +
           ": mean largest weight " + fixed(r.meanMax, 2) + ", mean entropy " + fixed(r.meanEntropy, 2) +
           " bits (uniform: " + fixed(Math.log2(r.matrix.rows), 2) + "); Var(q·k) = " + fixed(r.variance, 1);
       }
@@ -231,14 +238,10 @@
   // chapter 5: d_k, T, seed, text -> the weights of one causal head built from the seed
   EXPLORERS.head = function (cfg) {
     var start = cfg.start ? unpackProjections(cfg.start) : null;
-    var tables = {}, built = [];  // the tables of each seed met; the last eight (d_k, seed) heads
-    function modules(d, seed) {
-      var key = d + "/" + seed;
-      for (var n = 0; n < built.length; n++) if (built[n].key === key) return built[n].modules;
+    var tables = {};  // the tables of the last seed met (attention.js's headAt keeps its heads' products)
+    function tablesOf(seed) {
       if (!tables[seed]) tables = { [seed]: E.buildTables(BigInt(seed), cfg.block_size, C, cfg.vocab.length) };
-      var m = E.headFrom(tables[seed], d);
-      built = built.slice(-7).concat([{ key: key, modules: m }]);
-      return m;
+      return tables[seed];
     }
     return {
       kind: "weights",
@@ -263,7 +266,7 @@
           var p = projected(start, ids);  // the chapter's own modules
           r = E.attention(p.query, p.key, p.value, {});
         } else {
-          r = E.head(modules(v.head_size, v.seed), ids);
+          r = E.headAt(tablesOf(v.seed), ids, v.head_size);
         }
         return { matrix: r.weights, tokens: v.text.slice(0, v.T), result: r };
       },
@@ -341,7 +344,9 @@
     var figure = el("div", { class: "explorer-figure" });
     var caption = el("p", { class: "explorer-caption", id: id + "-caption" });
     var tracePanel = el("div", { class: "explorer-trace", "aria-live": "polite", id: id + "-trace" });
-    root.append(row, messageArea, figure, caption, tracePanel);
+    var body = el("div", { class: "explorer-body" });
+    body.append(row, messageArea, figure, caption, tracePanel);
+    root.append(body);
 
     // -- controls: each sets one value, then the picture is drawn again
     function showMessage(text) {
@@ -435,7 +440,7 @@
     if (spec.variance) figure.append(variancePanel(spec.variance));
 
     // the table grows and shrinks by rows and columns (typing adds one of each), never rebuilt whole
-    var headRow = null, tbody = null, canvasFor = 0;
+    var headRow = null, tbody = null, colgroup = null, canvasFor = 0;
     function cell(i, j) {
       return el("td", { role: "gridcell", tabindex: "-1", "data-i": i, "data-j": j });
     }
@@ -443,12 +448,14 @@
       if (!table) {
         table = el("table", { class: "explorer-heatmap", role: "grid", "aria-describedby": id + "-caption",
           "aria-label": "attention picture: rows are queries, columns are keys" });
+        colgroup = el("colgroup");
+        colgroup.append(el("col", { class: "explorer-axis" }));
         headRow = el("tr");
         headRow.append(el("th", { scope: "col", class: "explorer-corner" }, "query ↓ key →"));
         var thead = el("thead");
         tbody = el("tbody");
         thead.append(headRow);
-        table.append(thead, tbody);
+        table.append(colgroup, thead, tbody);
         heat.append(table);
         if (sizes) sizes.observe(table);  // a new T resizes the table: the canvas follows its cells
       }
@@ -476,15 +483,19 @@
         if (rowHead.textContent !== label) { rowHead.textContent = label; rowHead.title = "query " + j; }
       }
       if (T !== n) {
-        table.classList.toggle("explorer-numbers", T <= ANNOTATE_MAX_T);
-        table.style.setProperty("--n", T);
-        cells.forEach(function (line) { line.forEach(function (td) { td.colour = null; td.label = null; }); });
-        if (T <= ANNOTATE_MAX_T) {
-          cells.forEach(function (line) { line.forEach(function (td) { td.removeAttribute("aria-label"); }); });
-        } else {
+        sizeCells(T);
+        var wasNumbers = n > 0 && n <= ANNOTATE_MAX_T, numbers = T <= ANNOTATE_MAX_T;
+        table.classList.toggle("explorer-numbers", numbers);
+        if (n > 0 && wasNumbers !== numbers) {  // the cells change how they show their numbers
           cells.forEach(function (line) { line.forEach(function (td) {
-            td.textContent = "";
-            td.style.backgroundColor = "";
+            td.colour = null;
+            td.label = null;
+            if (numbers) {
+              td.removeAttribute("aria-label");
+            } else {
+              td.textContent = "";
+              td.style.backgroundColor = "";
+            }
           }); });
         }
       }
@@ -500,6 +511,19 @@
       if (canvasFor !== T) { place = null; canvasFor = T; }
       active = { i: Math.min(active.i, T - 1), j: Math.min(active.j, T - 1) };
       cells[active.i][active.j].tabIndex = 0;
+    }
+
+    // The cells' size, square, at most 2.5rem, smaller to fit a phone: set on the T columns and the
+    // T + 1 rows, so a new T restyles those 2T + 1 elements, not the T² cells (a size on each cell, or a
+    // CSS variable that they inherit, restyled every cell: most of a press's time at large T)
+    function sizeCells(T) {
+      var side = "min(2.5rem, calc((min(100vw, 42rem) - 4.5rem) / " + (T + 1) + "))";
+      while (colgroup.children.length - 1 < T) colgroup.append(el("col"));
+      while (colgroup.children.length - 1 > T) colgroup.lastChild.remove();
+      for (var j = 1; j <= T; j++) colgroup.children[j].style.width = side;
+      headRow.style.height = side;
+      for (var i = 0; i < T; i++) tbody.rows[i].style.height = side;
+      table.style.fontSize = "min(0.8rem, calc(" + side + " * 0.45))";
     }
 
     function colourOf(v) {
@@ -592,23 +616,22 @@
     }) : null;
     if (sizes) {
       sizes.observe(heat);
-      // The explorer never shrinks while it is used: a smaller picture (a lower T, a shorter text)
-      // leaves its space, so the page below it does not move. A move would make the browser place and
-      // repaint the whole chapter under the explorer on every press (most of a frame's time on these
-      // long pages); now only the explorer repaints. A new width (a turned phone) starts afresh.
+      // The explorer never shrinks while it is used, and its box is of fixed size: the root keeps the
+      // tallest height its body has had at this width (a lower T or a shorter text leaves the space),
+      // and contains its own layout (course.css, .is-contained). A press then lays out the explorer
+      // alone: neither a new caption nor a new number makes the browser place the whole chapter
+      // again, which on these long pages took most of a frame. A new width (a turned phone) starts
+      // afresh; a taller body (a trace opened) raises the height, the one time the page below moves.
       var tallest = 0, wide = -1;
-      new ResizeObserver(function (entries) {
-        var box = entries[entries.length - 1].contentRect;
-        if (box.width !== wide) {  // measured once at each width, without the old reserve
-          wide = box.width;
-          root.style.minHeight = "";
-          tallest = root.getBoundingClientRect().height;
-          root.style.minHeight = tallest + "px";
-        } else if (box.height > tallest) {
-          tallest = box.height;
-          root.style.minHeight = tallest + "px";
+      new ResizeObserver(function () {
+        var width = root.clientWidth, height = body.getBoundingClientRect().height;
+        if (width !== wide || height > tallest) {
+          wide = width;
+          tallest = height;
+          root.style.height = tallest + "px";
+          root.classList.add("is-contained");
         }
-      }).observe(root);
+      }).observe(body);
     }
 
     function syncInputs() {
@@ -781,9 +804,27 @@
     paint();
   }
 
+  /**
+   * The chapter around an explorer is long (thousands of elements): marked here, course.css lets the
+   * browser skip laying out and painting its parts that are off screen (content-visibility: auto),
+   * except the block holding an explorer, which is always drawn.
+   */
+  function markPage(root) {
+    var article = root.closest(".bd-article"), host = root;
+    if (!article) return;
+    while (host.parentElement && host.parentElement.tagName !== "SECTION" && host.parentElement !== article) {
+      host = host.parentElement;
+    }
+    host.classList.add("explorer-host");
+    article.classList.add("explorer-page");
+  }
+
   function mountAll() {
     Array.prototype.forEach.call(document.querySelectorAll(".attention-explorer[data-explorer]"), function (root) {
-      if (!root.attentionExplorer && EXPLORERS[root.dataset.explorer]) mount(root);
+      if (!root.attentionExplorer && EXPLORERS[root.dataset.explorer]) {
+        markPage(root);
+        mount(root);
+      }
     });
   }
 
