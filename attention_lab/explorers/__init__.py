@@ -25,7 +25,7 @@ selected button with a check icon, for JupyterLab and Colab, where the book's CS
 
 *Drawing.* Each explorer owns one matplotlib figure and a :class:`attention_lab.plots.Frame`, which
 redraws only what changes (the heatmap's cells painted with numpy, the pixels matplotlib would draw) and
-returns the picture at twice its displayed pixels. ``tools/bench_keypress.py`` times a keypress in
+returns the picture at twice its displayed pixels. ``course/bench/keypress.py`` (``make bench-keypress``) times a keypress in
 JupyterLab to the new picture on screen.
 
 *No backlog.* ipykernel hands a dragged slider's messages to the event loop one per turn, so drawing
@@ -34,7 +34,7 @@ on every change queues a picture per intermediate value (measured: 40 drag messa
 ``REDRAW_INTERVAL_S`` of the last picture book one render with ``loop.call_later``, which reads the
 controls' latest values when it runs. Only inside an IPython kernel, on its running loop
 (:func:`redraw_loop`): anywhere else (a script, a unit test, beside another asyncio loop such as
-Playwright's) a change is drawn synchronously. ``tools/bench_explorers.py --burst`` plays such a drag
+Playwright's) a change is drawn synchronously. ``python -m course bench-explorers --burst`` plays such a drag
 against a real kernel.
 
 *Alive with no kernel.* When a chapter is executed for the book (``make outputs`` sets the environment

@@ -29,7 +29,7 @@ POWERS_OF_TWO = (1, 2, 4, 8, 16, 32, 64, 128)
 REDRAW_INTERVAL_S = 0.03
 
 
-# set to "1" by `make outputs` (tools/notebooks.py) in the kernel that executes a chapter for the book:
+# set to "1" by `make outputs` (course/chapters.py) in the kernel that executes a chapter for the book:
 # only there is the page's config recorded; a learner's kernel draws live and skips that work
 STATIC_ENV = "ATTENTION_LAB_STATIC"
 # the key of an explorer output's metadata that holds its page config (book/_ext/page_explorers.py)
