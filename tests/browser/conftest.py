@@ -6,6 +6,7 @@ browsing.py.
 from __future__ import annotations
 
 import functools
+import importlib.util
 import http.server
 import threading
 
@@ -31,7 +32,9 @@ def book_url():
 def browser():
     if not CHROMIUM.exists():
         missing(f"{CHROMIUM} not found: install Debian's chromium (apt-get install -y chromium)")
-    sync_api = pytest.importorskip("playwright.sync_api")
+    if importlib.util.find_spec("playwright") is None:
+        missing("playwright is not installed: pip install -r requirements.txt")
+    from playwright import sync_api
     with sync_api.sync_playwright() as pw:
         chromium = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
         yield chromium

@@ -12,11 +12,10 @@ _build/screenshots/question-*.png.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 
 import pytest
-from browsing import CHROMIUM, ROOT, SCREENSHOTS, chapter_pages, missing
+from browsing import ROOT, SCREENSHOTS, chapter_pages, missing
 
 from attention_lab import questions
 from attention_lab.explorers import PAGE_KEY
@@ -75,10 +74,7 @@ def load(context):
 
 @pytest.fixture(scope="module")
 def page(request):
-    if not CHROMIUM.exists():
-        missing(f"{CHROMIUM} not found: install Debian's chromium (apt-get install -y chromium)")
-    if importlib.util.find_spec("playwright") is None:
-        missing("playwright is not installed: pip install -r requirements.txt")
+    # the browser fixture (conftest.py) fails in CI, or skips, without Chromium or Playwright
     context = request.getfixturevalue("browser").new_context(viewport={"width": 1280, "height": 900})
     yield load(context)
     context.close()
