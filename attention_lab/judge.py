@@ -340,9 +340,9 @@ def replaying_run(graded, replay: Replay):
 
 def judge_check(entry: dict, tensors: dict, seed: int) -> tuple[bool, str]:
     """One recorded check call: (passed, message). The check runs here, strict, on the recorded answers."""
-    from attention_lab import exercise_checks
+    from attention_lab import checks
 
-    graded = exercise_checks.fresh()  # checks.fresh() with the newer exercises' checks on it
+    graded = checks.fresh()
     graded.SEED = seed
     replay = Replay(tensors, entry.get("calls", {}))
     graded._run = replaying_run(graded, replay)

@@ -18,10 +18,10 @@ For each chapter it writes, under ``graded/NN_slug/``:
   otter grades to prove the autograder gives full marks), and otter's own files beside it.
 
 Each coding exercise (a stub that raises NotImplementedError, a cell calling a check from
-``attention_lab.checks`` or ``attention_lab.exercise_checks``, and its solution) becomes one graded question
-named "Exercise N.k", worth one point. Its test calls the same check, with the same arguments, on
-``exercise_checks.fresh()`` (``checks.fresh()``, a copy of the module read again from its file, with the
-newer exercises' checks on it, so a learner's ``checks.check_head = ...`` in the notebook changes nothing) and with
+``attention_lab.checks``, and its solution) becomes one graded question named "Exercise N.k", worth one
+point. Its test calls the same check, with the same arguments, on ``checks.fresh()`` (a copy of the
+package read again from its files, so a learner's ``checks.check_head = ...`` in the notebook changes
+nothing) and with
 ``strict=True`` (a stub or a wrong answer raises ``CheckFailed``); ``otter run`` runs those tests in the
 submission's own kernel. The zip's ``run_otter.py``, what Gradescope runs, grades with the judge instead
 (:func:`use_judge`, ``attention_lab/gradescope.py``): the same checks, their scores computed in a process
@@ -196,9 +196,9 @@ def test_source(question: Question) -> str:
         parameters += [n for n in check.names if n not in parameters]
     function = "test_exercise_" + question.number.replace(".", "_")
     lines = [f"def {function}({', '.join(parameters)}):",
-             "    from attention_lab import exercise_checks",
+             "    from attention_lab import checks",
              "",
-             "    graded = exercise_checks.fresh()"]
+             "    graded = checks.fresh()"]
     for check in question.checks:
         arguments = f"{check.arguments}, strict=True" if check.arguments else "strict=True"
         lines.append(f"    graded.{check.name}({arguments})")

@@ -57,12 +57,16 @@ def cumsum_average(x):
     return x.cumsum(dim=1) / torch.arange(1, T + 1).view(1, T, 1)
 
 
-def projection(x, layer):
-    return x @ layer.weight.T
+def one_way():
+    query, key = nn.Linear(2, 2, bias=False), nn.Linear(2, 2, bias=False)
+    with torch.no_grad():
+        query.weight.copy_(torch.tensor([[2.0, 0.0], [0.0, 0.0]]))
+        key.weight.copy_(torch.tensor([[0.0, 1.0], [0.0, 0.0]]))
+    return query, key
 
 
-def scores(q, k):
-    return q @ k.mT / math.sqrt(q.shape[-1])
+def unit_scale(q, k):
+    return 1 / math.sqrt(q.shape[-1] * q.var().item() * k.var().item())
 
 
 def softmax(z):
@@ -86,21 +90,12 @@ def multihead(heads, x):
     return F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(B, T, -1)
 
 
-def furthest(model, lines):
-    from attention_lab import text
-
-    T = model.position_table.weight.shape[0]
-    ids = torch.zeros(len(lines), T, dtype=torch.long)
-    for n, line in enumerate(lines):
-        ids[n, : len(line)] = torch.tensor(text.encode(line))
-    with torch.no_grad():
-        x = model.token_table(ids) + model.position_table(torch.arange(T))
-        q, k = model.head.query(x), model.head.key(x)
-        w = F.softmax((q @ k.mT / math.sqrt(k.shape[-1])).masked_fill(_tril(T) == 0, NEG), dim=-1)
-    t = torch.arange(T)
-    back = (w * (t[:, None] - t[None, :])).sum(-1)
-    sizes = torch.tensor([len(line) for line in lines])
-    return lines[int(((back * (t < sizes[:, None])).sum(-1) / sizes).argmax())]
+def score_parts(model, ids):
+    B, T = ids.shape
+    tok, pos = model.token_table(ids), model.position_table(torch.arange(T)).expand(B, T, -1)  # (B, T, C) each
+    head = model.head
+    root = head.key.weight.shape[0] ** 0.5
+    return [a @ b.mT / root for a in (head.query(tok), head.query(pos)) for b in (head.key(tok), head.key(pos))]
 
 
 class Head(ReferenceHead):
@@ -218,7 +213,7 @@ def _function_inputs(name, right, nargs):
                  "general/changed-input")]
     for label, t, expect, mistake in _transforms():
         if label == "plus 0.01":  # the same offset everywhere is what a bias adds; on weights, it lands on hidden keys
-            mistake = {"check_projection": "projection/bias", "check_padding_mask": "pad/sees-hidden"}.get(name, mistake)
+            mistake = {"check_padding_mask": "pad/sees-hidden"}.get(name, mistake)
         out.append(Input(f"{name}: {label}", name, ((lambda tr: lambda *a: tr(right(*a)))(t),), expect, mistake))
     return out
 
@@ -258,16 +253,31 @@ def inputs() -> list[Input]:
     L += [Input("cumsum: x.div_ in place", "check_cumsum_average",
                 (lambda x: x.cumsum_(1).div_(torch.arange(1, x.shape[1] + 1).view(1, -1, 1)),), "fail",
                 "general/changed-input")]
-    L += _function_inputs("check_projection", projection, 2)
-    L += [Input("projection: zeroes layer.weight.data", "check_projection",
-                (lambda x, layer: (layer.weight.data.zero_(), x @ layer.weight.T)[1],), "fail",
-                "general/changed-module"),
-          Input("projection: sets the weight to ones", "check_projection",
-                (lambda x, layer: (layer.weight.data.fill_(1.0), x @ layer.weight.T)[1],), "fail",
-                "general/changed-module")]
-    L += _function_inputs("check_scaled_scores", scores, 2)
-    L += [Input("scores: q.div_ in place", "check_scaled_scores",
-                (lambda q, k: q.div_(math.sqrt(q.shape[-1])) @ k.mT,), "fail", "general/changed-input")]
+    # check_one_way: no tensor in or out, so no transforms
+    O = "check_one_way"
+    L += [Input("one way: right", O, (one_way,), "pass"),
+          Input("one way: stub", O, (_stub,), "stub"),
+          Input("one way: None by keyword", O, (), "stub", kwargs={"one_way": None}),
+          Input("one way: helper not implemented", O, (lambda: _unfinished_helper(None),), "fail",
+                "general/helper-not-implemented"),
+          Input("one way: raises ValueError", O, (lambda: int("x"),), "fail", "general/raised"),
+          Input("one way: not callable", O, (one_way(),), "fail", "general/not-callable"),
+          Input("one way: tied", O, (lambda: (one_way()[0],) * 2,), "fail", "one-way/tied"),
+          Input("one way: reversed", O, (lambda: one_way()[::-1],), "fail", "one-way/reversed"),
+          Input("one way: a dict", O, (lambda: dict(zip("qk", one_way())),), "fail", "one-way/not-layers")]
+    # check_unit_scale: a number out, so no transforms
+    U = "check_unit_scale"
+    L += [Input("unit scale: right", U, (unit_scale,), "pass"),
+          Input("unit scale: from the scores' std", U, (lambda q, k: 1 / (q @ k.mT).std(),), "pass"),
+          Input("unit scale: stub", U, (_stub,), "stub"),
+          Input("unit scale: None by keyword", U, (), "stub", kwargs={"unit_scale": None}),
+          Input("unit scale: helper not implemented", U, (_helper_stub,), "fail", "general/helper-not-implemented"),
+          Input("unit scale: not callable", U, (0.75,), "fail", "general/not-callable"),
+          Input("unit scale: q.div_ in place", U, (lambda q, k: 2 * unit_scale(q.div_(2), k),), "fail",
+                "general/changed-input"),
+          Input("unit scale: nan", U, (lambda q, k: math.nan,), "fail", "scale/not-a-number"),
+          Input("unit scale: True", U, (lambda q, k: True,), "fail", "scale/not-a-number"),
+          Input("unit scale: 1/sqrt(d_k)", U, (lambda q, k: q.shape[-1] ** -0.5,), "fail", "scale/unit-variance")]
     L += _function_inputs("check_softmax", softmax, 1)
     L += [Input("softmax: z.sub_().exp_()", "check_softmax",
                 (lambda z: (lambda e: e / e.sum(-1, keepdim=True))(z.sub_(z.max(-1, keepdim=True).values).exp_()),),
@@ -388,16 +398,27 @@ def inputs() -> list[Input]:
           Input("previous: block_size 1", P, (ReferenceHead(1, 1, 1),), "fail", "previous/too-small"),
           Input("previous: meta", P, (prev_head().to("meta"),), "fail", "general/device"),
           Input("previous: a number", P, (3,), "fail", "previous/not-a-head")]
-    # check_furthest_line (slow: a handful)
-    Fu = "check_furthest_line"
-    L += [Input("furthest: right", Fu, (furthest,), "pass"),
-          Input("furthest: stub", Fu, (_stub,), "stub"),
-          Input("furthest: zeroes key weights, returns the longest line", Fu,
-                (lambda model, lines: (model.head.key.weight.data.zero_(), max(lines, key=len))[1],), "fail",
-                "general/changed-module"),
-          Input("furthest: index", Fu, (lambda model, lines: lines.index(furthest(model, lines)),), "fail",
-                "furthest/not-a-line"),
-          Input("furthest: helper not implemented", Fu, (_helper_stub,), "fail", "general/helper-not-implemented")]
+    # check_score_parts, on the shipped trained head (each input gets its own copy: one changes it)
+    from attention_lab import training
+
+    trained = training.load_trained().trained
+    ids = torch.randint(0, trained.token_table.weight.shape[0], (4, 16), generator=gen)
+    S = "check_score_parts"
+
+    def parts(answer, expect, mistake=""):
+        return (answer, copy.deepcopy(trained), ids), expect, mistake
+
+    L += [Input(f"score parts: {label}", S, *parts(answer, expect, mistake)) for label, answer, expect, mistake in [
+        ("right", score_parts, "pass", ""),
+        ("stub", _stub, "stub", ""),
+        ("helper not implemented", _helper_stub, "fail", "general/helper-not-implemented"),
+        ("zeroes key weights", lambda m, i: (m.head.key.weight.data.zero_(), score_parts(m, i))[1], "fail",
+         "general/changed-module"),
+        ("one tensor", lambda m, i: sum(score_parts(m, i)), "fail", "parts/not-four"),
+        ("nan parts", lambda m, i: [p * math.nan for p in score_parts(m, i)], "fail", "parts/masked"),
+        ("cross terms swapped", lambda m, i: (lambda p: [p[0], p[2], p[1], p[3]])(score_parts(m, i)), "fail",
+         "parts/swapped"),
+    ]]
     return L
 
 

@@ -20,7 +20,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from course import layout
-from attention_lab import checks
+from attention_lab import checks, training
 from attention_lab.reference import ReferenceHead
 
 NEG = float("-inf")
@@ -84,7 +84,40 @@ def average_without_current_loop(x):
     return out
 
 
+# ---------------------------------------------------------------- chapter 2
+
+
+def layers(wq, wk, bias=False, sizes=(2, 2)):
+    """(query, key): nn.Linear layers whose weights are ``wq`` and ``wk``, as the exercise sets them."""
+    query, key = nn.Linear(*sizes, bias=bias), nn.Linear(*sizes, bias=bias)
+    with torch.no_grad():
+        query.weight.copy_(torch.tensor(wq))
+        key.weight.copy_(torch.tensor(wk))
+    return query, key
+
+
+RIGHT_Q, RIGHT_K = [[2.0, 0.0], [0.0, 0.0]], [[0.0, 1.0], [0.0, 0.0]]
+
+
+def one_way():
+    return layers(RIGHT_Q, RIGHT_K)
+
+
+def one_way_parameters():
+    """The same layers, their weights set as new Parameters."""
+    query, key = nn.Linear(2, 3, bias=False), nn.Linear(2, 3, bias=False)
+    query.weight = nn.Parameter(torch.tensor([[0.0, 0.0], [3.0, 0.0], [0.0, 0.0]]))
+    key.weight = nn.Parameter(torch.tensor([[0.0, 0.0], [0.0, 1.0], [0.0, 0.0]]))
+    return query, key
+
+
 # ---------------------------------------------------------------- chapters 3 and 4
+
+
+def unit_scale(q, k):
+    return 1 / math.sqrt(q.shape[-1] * q.var().item() * k.var().item())
+
+
 
 
 def softmax_safe(z):
@@ -439,100 +472,54 @@ def by_distance_both_sides(w):
     return out
 
 
-CH6 = {}
+# chapter 6: a trained head's scores in token and position parts
+
+PARTS_MODEL = training.load_trained().trained  # the shipped trained head (a small file, read in ms)
+PARTS_IDS = torch.randint(0, 65, (6, 32), generator=torch.Generator().manual_seed(0))  # (B, T)
 
 
-def ch6():
-    """Chapter 6's shipped models and the validation lines the check searches (loaded once)."""
-    if not CH6:
-        from attention_lab import text, training
-
-        shipped = training.load_trained()
-        CH6.update(trained=shipped.trained, untrained=shipped.untrained, lines=text.validation_lines(32))
-    return CH6
-
-
-def line_weights(model, line, mask=True, scale=True):
-    """One line's (T, T) weights through model's tables and head, computed here step by step."""
-    # the checks load the models afresh on every call: remember the weights by the model's numbers
-    key = (tuple(model.head.key.weight[0, :4].tolist()), line, mask, scale)
-    if key not in LINE_WEIGHTS:
-        from attention_lab import text
-
-        T = len(line)
-        with torch.no_grad():
-            x = model.token_table(torch.tensor([text.encode(line)])) + model.position_table(torch.arange(T))
-            q, k = model.head.query(x)[0], model.head.key(x)[0]  # (T, hs)
-            scores = q @ k.T / (math.sqrt(k.shape[-1]) if scale else 1.0)
-            if mask:
-                scores = scores.masked_fill(_tril(T) == 0, NEG)
-            LINE_WEIGHTS[key] = F.softmax(scores, dim=-1)
-    return LINE_WEIGHTS[key]
+def score_parts(model, ids, swap=False, scale=True, mask=False, softmax=False):
+    """The four parts through the model's own layers; the keywords rebuild the mistakes."""
+    B, T = ids.shape
+    tok = model.token_table(ids)  # (B, T, C)
+    pos = model.position_table(torch.arange(T)).expand(B, T, -1)  # (B, T, C)
+    head = model.head
+    root = head.key.weight.shape[0] ** 0.5 if scale else 1.0
+    parts = [a @ b.transpose(-2, -1) / root for a in (head.query(tok), head.query(pos))
+             for b in (head.key(tok), head.key(pos))]
+    if swap:
+        parts[1], parts[2] = parts[2], parts[1]
+    if mask:
+        future = torch.ones(T, T).tril() == 0
+        parts = [p.masked_fill(future, NEG) for p in parts]
+    if softmax:
+        parts = [p.softmax(-1) for p in parts]
+    return parts
 
 
-LINE_WEIGHTS = {}
+def score_parts_einsum(model, ids, scale=True, tril=False, softmax=False):
+    """The four parts from the weight matrices, with einsum; ``tril`` zeroes the future entries."""
+    T = ids.shape[1]
+    tok, pos = model.token_table.weight[ids], model.position_table.weight[:T]  # (B, T, C), (T, C)
+    wq, wk = model.head.query.weight, model.head.key.weight  # (hs, C) each
+    root = wk.shape[0] ** 0.5 if scale else 1.0
+    q_tok, k_tok = torch.einsum("btc,hc->bth", tok, wq), torch.einsum("btc,hc->bth", tok, wk)
+    q_pos, k_pos = torch.einsum("tc,hc->th", pos, wq), torch.einsum("tc,hc->th", pos, wk)
+    parts = [torch.einsum("bih,bjh->bij", q_tok, k_tok), torch.einsum("bih,jh->bij", q_tok, k_pos),
+             torch.einsum("ih,bjh->bij", q_pos, k_tok), torch.einsum("ih,jh->ij", q_pos, k_pos).expand_as(q_tok @ k_tok.mT)]
+    parts = [p / root for p in parts]
+    if tril:
+        parts = [p * torch.ones(T, T).tril() for p in parts]
+    if softmax:
+        parts = [F.softmax(p, dim=-1) for p in parts]
+    return parts
 
 
-def look_backs(model, lines, pool=lambda back: back.mean(), sign=1, **kw):
-    """How far back the head looks on each line: ``pool`` over the rows of sum_j w[t, j]·(t - j)."""
-    out = []
-    for line in lines:
-        t = torch.arange(len(line))
-        back = (line_weights(model, line, **kw) * sign * (t[:, None] - t[None, :])).sum(-1)  # (T,)
-        out.append(float(pool(back)))
-    return torch.tensor(out)
-
-
-def furthest(pick=torch.argmax, **kw):
-    """A furthest-line answer: the line ``pick`` chooses by ``look_backs(model, lines, **kw)``."""
-    return lambda model, lines: lines[int(pick(look_backs(model, lines, **kw)))]
-
-
-def furthest_padded(model, lines):
-    """The whole list at once: pad every line to the block size, then average each line's own rows."""
-    from attention_lab import text
-
-    T = model.position_table.weight.shape[0]
-    ids = torch.zeros(len(lines), T, dtype=torch.long)
-    for n, line in enumerate(lines):
-        ids[n, : len(line)] = torch.tensor(text.encode(line))
-    with torch.no_grad():
-        x = model.token_table(ids) + model.position_table(torch.arange(T))  # (N, T, C)
-        q, k = model.head.query(x), model.head.key(x)
-        w = F.softmax((q @ k.mT / math.sqrt(k.shape[-1])).masked_fill(_tril(T) == 0, NEG), dim=-1)
-    t = torch.arange(T)
-    back = (w * (t[:, None] - t[None, :])).sum(-1)  # (N, T): causal, so padding after a line changes nothing
-    sizes = torch.tensor([len(line) for line in lines])
-    mean = (back * (t < sizes[:, None])).sum(-1) / sizes
-    return lines[int(mean.argmax())]
-
-
-def furthest_with_sdpa(**sdpa):
-    def fn(model, lines):
-        from attention_lab import text
-
-        values = []
-        for line in lines:
-            ids = torch.tensor([text.encode(line)])
-            T = len(line)
-            with torch.no_grad():
-                x = model.token_table(ids) + model.position_table(torch.arange(T))
-                w = F.scaled_dot_product_attention(model.head.query(x), model.head.key(x), torch.eye(T)[None], **sdpa)[0]
-            t = torch.arange(T)
-            values.append(float((w * (t[:, None] - t[None, :])).sum(-1).mean()))
-        return lines[max(range(len(lines)), key=values.__getitem__)]
-
-    return fn
-
-
-def furthest_of_global_model(model, lines):
-    return furthest()(ch6()["trained"], lines)  # the model argument is ignored
-
-
-def furthest_of_loaded_model(model, lines):
-    from attention_lab import training
-
-    return furthest()(training.load_trained().trained, lines)
+def whole_scores_four_times(model, ids):
+    """Each part the whole head's scores, from x = tok + pos: four parts that add up to four times them."""
+    T = ids.shape[1]
+    x = model.token_table(ids) + model.position_table(torch.arange(T))
+    return [model.head.query(x) @ model.head.key(x).mT / model.head.key.weight.shape[0] ** 0.5] * 4
 
 
 # ---------------------------------------------------------------- every right answer passes
@@ -540,11 +527,10 @@ def furthest_of_loaded_model(model, lines):
 CORRECT = [
     ("cumsum", checks.check_cumsum_average, (average_cumsum,)),
     ("cumsum-function", checks.check_cumsum_average, (average_cumsum_2,)),
-    ("projection-matmul", checks.check_projection, (lambda x, layer: x @ layer.weight.T,)),
-    ("projection-layer", checks.check_projection, (lambda x, layer: layer(x),)),
-    ("projection-einsum", checks.check_projection, (lambda x, layer: torch.einsum("btc,hc->bth", x, layer.weight),)),
-    ("scores-sqrt", checks.check_scaled_scores, (lambda q, k: q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]),)),
-    ("scores-power", checks.check_scaled_scores, (lambda q, k: q @ k.mT * q.shape[-1] ** -0.5,)),
+    ("one-way", checks.check_one_way, (one_way,)),
+    ("one-way-parameters", checks.check_one_way, (one_way_parameters,)),
+    ("unit-scale", checks.check_unit_scale, (unit_scale,)),
+    ("unit-scale-measured", checks.check_unit_scale, (lambda q, k: 1 / (q @ k.mT).std(),)),
     ("softmax-hand", checks.check_softmax, (softmax_safe,)),
     ("softmax-torch", checks.check_softmax, (lambda z: F.softmax(z, dim=-1),)),
     ("head-weights-inf", checks.check_head, (head_attending(weights_ref),)),
@@ -575,8 +561,8 @@ CORRECT = [
     ("distance-diagonal", checks.check_weight_by_distance, (lambda w: torch.stack([d.mean() for d in diagonals(w)]),)),
     ("distance-loop", checks.check_weight_by_distance, (by_distance_loop,)),
     ("distance-masks", checks.check_weight_by_distance, (by_distance_masks,)),
-    ("furthest-loop", checks.check_furthest_line, (furthest(),)),
-    ("furthest-padded", checks.check_furthest_line, (furthest_padded,)),
+    ("score-parts", checks.check_score_parts, (score_parts, PARTS_MODEL, PARTS_IDS)),
+    ("score-parts-einsum", checks.check_score_parts, (score_parts_einsum, PARTS_MODEL, PARTS_IDS)),
     ("previous-token", checks.check_previous_token_head, (previous_token_head(),)),
     ("previous-token-function", checks.check_previous_token_head, (previous_token_head,)),
     ("previous-token-query-side", checks.check_previous_token_head, (head_with(20 * shift(8, -1), torch.eye(8)),)),
@@ -643,7 +629,7 @@ WRONG = [
     ("differ", checks.check_cumsum_average, (lambda x: average_matmul(x) + 0.5 * x,), "general/differ"),
     ("differ-double", checks.check_cumsum_average, (lambda x: average_matmul(x) * 2,), "general/differ"),
     # hints from the failed torch call
-    ("T-on-3d-scores", checks.check_scaled_scores, (lambda q, k: q @ k.T / math.sqrt(q.shape[-1]),), "hint/T-on-3d"),
+    ("T-on-3d-scale", checks.check_unit_scale, (lambda q, k: 1 / (q @ k.T).std(),), "hint/T-on-3d"),
     ("T-on-3d-head", checks.check_head, (head_variant(score=lambda q, k, C: q @ k.T / 4),), "hint/T-on-3d"),
     ("keepdim-sum", checks.check_softmax, (softmax_hand(lambda z: 0, lambda e: e.sum(-1)),), "hint/keepdim"),
     ("keepdim-max", checks.check_softmax, (softmax_hand(lambda z: z.max(-1).values, lambda e: e.sum(-1, keepdim=True)),),
@@ -691,39 +677,49 @@ WRONG = [
     ("counts-1d", checks.check_cumsum_average, (cumsum_over(lambda T: torch.arange(1, T + 1)),), "average/hint-counts-axis"),
     ("counts-row", checks.check_cumsum_average, (cumsum_over(lambda T: torch.arange(1, T + 1).view(1, T)),),
      "average/hint-counts-axis"),
-    # chapter 2
-    ("bias-constant", checks.check_projection, (lambda x, layer: x @ layer.weight.T + 0.1,), "projection/bias"),
-    ("bias-vector", checks.check_projection, (lambda x, layer: layer(x) + torch.full((layer.out_features,), 0.5),),
-     "projection/bias"),
-    ("no-transpose", checks.check_projection, (lambda x, layer: x @ layer.weight,), "projection/no-transpose"),
-    ("no-transpose-einsum", checks.check_projection, (lambda x, layer: torch.einsum("btc,ch->bth", x, layer.weight),),
-     "projection/no-transpose"),
-    ("no-transpose-linear", checks.check_projection, (lambda x, layer: F.linear(x, layer.weight.T),),
-     "projection/no-transpose"),
-    ("W@x", checks.check_projection, (lambda x, layer: layer.weight @ x,), "projection/wrong-side"),
-    ("W@x-matmul", checks.check_projection, (lambda x, layer: torch.matmul(layer.weight, x),), "projection/wrong-side"),
-    ("W@xT", checks.check_projection, (lambda x, layer: layer.weight @ x.transpose(-2, -1),), "projection/axes-swapped"),
-    ("xW-transposed", checks.check_projection, (lambda x, layer: (x @ layer.weight.T).mT,), "projection/axes-swapped"),
-    ("bias-none", checks.check_projection, (lambda x, layer: x @ layer.weight.T + layer.bias,), "projection/hint-no-bias"),
-    ("bias-none-add", checks.check_projection, (lambda x, layer: torch.add(layer(x), layer.bias),),
-     "projection/hint-no-bias"),
-    # chapter 3: scores
-    ("no-scale", checks.check_scaled_scores, (lambda q, k: q @ k.transpose(-2, -1),), "scores/no-scale"),
-    ("no-scale-bmm", checks.check_scaled_scores, (lambda q, k: torch.bmm(q, k.mT),), "scores/no-scale"),
-    ("divide-dk", checks.check_scaled_scores, (lambda q, k: q @ k.mT / q.shape[-1],), "scores/divide-dk"),
-    ("divide-dk-power", checks.check_scaled_scores, (lambda q, k: q @ k.mT * q.shape[-1] ** -1,), "scores/divide-dk"),
-    ("multiply", checks.check_scaled_scores, (lambda q, k: q @ k.mT * math.sqrt(q.shape[-1]),), "scores/multiply"),
-    ("multiply-power", checks.check_scaled_scores, (lambda q, k: q @ k.mT * q.size(-1) ** 0.5,), "scores/multiply"),
-    ("qk-swapped", checks.check_scaled_scores, (lambda q, k: k @ q.transpose(-2, -1) / math.sqrt(q.shape[-1]),),
-     "scores/qk-swapped"),
-    ("qk-swapped-mT", checks.check_scaled_scores, (lambda q, k: (q @ k.mT).mT * q.shape[-1] ** -0.5,), "scores/qk-swapped"),
-    ("qk-swapped-no-scale", checks.check_scaled_scores, (lambda q, k: k @ q.mT,), "scores/qk-swapped-no-scale"),
-    ("qk-swapped-no-scale-matmul", checks.check_scaled_scores, (lambda q, k: torch.matmul(k, q.transpose(1, 2)),),
-     "scores/qk-swapped-no-scale"),
-    ("transposed-q", checks.check_scaled_scores, (lambda q, k: q.mT @ k / math.sqrt(q.shape[-1]),), "scores/transposed-q"),
-    ("transposed-q-bmm", checks.check_scaled_scores, (lambda q, k: torch.bmm(q.transpose(1, 2), k),), "scores/transposed-q"),
-    ("sqrt-C", checks.check_scaled_scores, (lambda q, k: q @ k.transpose(-2, -1) / math.sqrt(384),), "scores/other-scale"),
-    ("fixed-head-size", checks.check_scaled_scores, (lambda q, k: q @ k.transpose(-2, -1) / 4,), "scores/other-scale"),
+    # chapter 2: a query and a key that make one token look for another, not back
+    ("one-way-tied", checks.check_one_way, (lambda: (one_way()[0], one_way()[0]),), "one-way/tied"),
+    ("one-way-same-weights", checks.check_one_way, (lambda: layers(RIGHT_Q, RIGHT_Q),), "one-way/tied"),
+    ("one-way-reversed", checks.check_one_way, (lambda: one_way()[::-1],), "one-way/reversed"),
+    ("one-way-reversed-weights", checks.check_one_way, (lambda: layers(RIGHT_K, RIGHT_Q),), "one-way/reversed"),
+    ("one-way-in-out", checks.check_one_way, (lambda: layers(RIGHT_Q, [[0.0, 0.0], [1.0, 0.0]]),), "one-way/layout"),
+    ("one-way-in-out-both", checks.check_one_way, (lambda: layers([[0.0, 2.0], [0.0, 0.0]], [[0.0, 0.0], [0.0, 1.0]]),),
+     "one-way/layout"),
+    ("one-way-weak", checks.check_one_way, (lambda: layers([[1.0, 0.0], [0.0, 0.0]], RIGHT_K),), "one-way/weak"),
+    ("one-way-both-ways", checks.check_one_way, (lambda: layers([[2.0, 0.0], [0.0, 1.0]], [[0.0, 1.0], [1.0, 0.0]]),),
+     "one-way/weak"),
+    ("one-way-bias", checks.check_one_way, (lambda: layers(RIGHT_Q, RIGHT_K, bias=True),), "one-way/bias"),
+    ("one-way-key-bias", checks.check_one_way, (lambda: (one_way()[0], nn.Linear(2, 2)),), "one-way/bias"),
+    ("one-way-weights", checks.check_one_way, (lambda: RIGHT_Q,), "one-way/not-layers"),
+    ("one-way-one-layer", checks.check_one_way, (lambda: one_way()[0],), "one-way/not-layers"),
+    ("one-way-widths", checks.check_one_way, (lambda: (nn.Linear(2, 2, bias=False), nn.Linear(2, 3, bias=False)),),
+     "one-way/width"),
+    ("one-way-3-in", checks.check_one_way, (lambda: (nn.Linear(3, 4, bias=False), nn.Linear(3, 4, bias=False)),),
+     "one-way/width"),
+    ("one-way-raises", checks.check_one_way, (lambda: 1 / 0,), "general/raised"),
+    # chapter 3: the inverse temperature
+    ("scale-sqrt-dk", checks.check_unit_scale, (lambda q, k: 1 / math.sqrt(q.shape[-1]),), "scale/unit-variance"),
+    ("scale-dk-power", checks.check_unit_scale, (lambda q, k: q.shape[-1] ** -0.5,), "scale/unit-variance"),
+    ("scale-variances", checks.check_unit_scale,
+     (lambda q, k: 1 / (math.sqrt(q.shape[-1]) * q.var().item() * k.var().item()),), "scale/variances"),
+    ("scale-variances-tensor", checks.check_unit_scale,
+     (lambda q, k: 1 / (math.sqrt(q.size(-1)) * (q.var() * k.var()).item()),), "scale/variances"),
+    ("scale-no-dk", checks.check_unit_scale, (lambda q, k: 1 / (q.std() * k.std()).item(),), "scale/no-dk"),
+    ("scale-no-dk-var", checks.check_unit_scale, (lambda q, k: 1 / math.sqrt(q.var().item() * k.var().item()),),
+     "scale/no-dk"),
+    ("scale-divide-dk", checks.check_unit_scale, (lambda q, k: 1 / q.shape[-1],), "scale/divide-dk"),
+    ("scale-divide-dk-tensor", checks.check_unit_scale, (lambda q, k: torch.tensor(1.0) / q.shape[-1],),
+     "scale/divide-dk"),
+    ("scale-inverted", checks.check_unit_scale,
+     (lambda q, k: math.sqrt(q.shape[-1] * q.var().item() * k.var().item()),), "scale/inverted"),
+    ("scale-inverted-tensor", checks.check_unit_scale, (lambda q, k: (q.shape[-1] * q.var() * k.var()).sqrt(),),
+     "scale/inverted"),
+    ("scale-fixed", checks.check_unit_scale, (lambda q, k: 0.75,), "scale/fixed"),
+    ("scale-fixed-sqrt-16", checks.check_unit_scale, (lambda q, k: 1 / math.sqrt(16),), "scale/fixed"),
+    ("scale-twice", checks.check_unit_scale, (lambda q, k: 2 * unit_scale(q, k),), "scale/differ"),
+    ("scale-one-over-var", checks.check_unit_scale, (lambda q, k: 1 / (q @ k.mT).var().item(),), "scale/differ"),
+    ("scale-a-vector", checks.check_unit_scale, (lambda q, k: q.std(-1),), "scale/not-a-number"),
+    ("scale-a-string", checks.check_unit_scale, (lambda q, k: "0.75",), "scale/not-a-number"),
     # chapter 3: softmax
     ("global-max", checks.check_softmax, (softmax_hand(lambda z: z.max(), lambda e: e.sum(-1, keepdim=True)),),
      "softmax/global-max"),
@@ -893,10 +889,10 @@ WRONG = [
     ("helper-stub", checks.check_cumsum_average, (lambda x: unfinished(x),), "general/helper-not-implemented"),
     ("helper-stub-head", checks.check_head, (HeadCallingAStub,), "general/helper-not-implemented"),
     ("helper-stub-attend", checks.check_head, (head_attending(stub),), "general/helper-not-implemented"),
-    ("not-callable", checks.check_projection, (42,), "general/not-callable"),
+    ("not-callable", checks.check_one_way, (42,), "general/not-callable"),
     ("not-callable-head", checks.check_head, ("Head",), "general/not-callable"),
     ("float16", checks.check_softmax, (lambda z: softmax_safe(z).half(),), "general/dtype"),
-    ("int64", checks.check_scaled_scores, (lambda q, k: (q @ k.mT / 4).long(),), "general/dtype"),
+    ("int64", checks.check_softmax, (lambda z: softmax_safe(z).long(),), "general/dtype"),
     ("float16-weights", checks.check_real_batch_weights, (real_weights()().half(), REAL_HEAD, REAL_X), "general/dtype"),
     ("int64-head", checks.check_previous_token_head, (head_dtype(torch.int64),), "general/dtype"),
     ("meta", checks.check_softmax, (lambda z: softmax_safe(z).to("meta"),), "general/device"),
@@ -905,8 +901,7 @@ WRONG = [
     ("meta-head", checks.check_previous_token_head, (previous_token_head().to("meta"),), "general/device"),
     ("zero-x", checks.check_cumsum_average, (lambda x: (average_cumsum(x.clone()), x.zero_())[0],),
      "general/changed-input"),
-    ("div-q", checks.check_scaled_scores, (lambda q, k: q.div_(math.sqrt(q.shape[-1])) @ k.mT,),
-     "general/changed-input"),
+    ("div-q", checks.check_unit_scale, (lambda q, k: 2 * unit_scale(q.div_(2), k),), "general/changed-input"),
     ("sub-exp-z", checks.check_softmax,
      (lambda z: (lambda e: e / e.sum(-1, keepdim=True))(z.sub_(z.max(-1, keepdim=True).values).exp_()),),
      "general/changed-input"),
@@ -914,13 +909,12 @@ WRONG = [
      (lambda s, p: torch.nan_to_num(F.softmax(s.masked_fill_((_tril(s.shape[-1]) == 0) | p[:, None, :], NEG), -1)),),
      "general/changed-input"),
     ("head-changes-x", checks.check_head, (in_place(lambda self, x: x.mul_(2)),), "general/changed-input"),
-    ("zero-layer-data", checks.check_projection, (lambda x, layer: (layer.weight.data.zero_(), x @ layer.weight.T)[1],),
-     "general/changed-module"),
     ("head-zeroes-key", checks.check_head, (in_place(lambda self, x: self.key.weight.zero_()),), "general/changed-module"),
     ("head-fills-tril", checks.check_head, (in_place(lambda self, x: self.tril.fill_(1.0)),), "general/changed-module"),
     ("real-zeroes-key", checks.check_real_batch_weights, zeroing("key"), "general/changed-module"),
-    ("furthest-zeroes-key", checks.check_furthest_line,
-     (lambda model, lines: (model.head.key.weight.data.zero_(), max(lines, key=len))[1],), "general/changed-module"),
+    ("parts-zeroes-key-data", checks.check_score_parts,  # on a copy: the check does not restore the weights
+     (lambda m, i: (m.head.key.weight.data.zero_(), score_parts(m, i))[1], copy.deepcopy(PARTS_MODEL), PARTS_IDS),
+     "general/changed-module"),
     # chapter 4 and 5: finite fills, named by what the weights show
     ("pad-fill-10", checks.check_padding_mask, (lambda s, p: pad_weights(s, p, fill=-10.0),), "pad/finite-fill"),
     ("pad-fill-100-rows-zeroed", checks.check_padding_mask,
@@ -1005,32 +999,41 @@ WRONG = [
     ("distance-key-position", checks.check_weight_by_distance, (lambda w: w.mean(dim=(0, 1)),), "distance/key-position"),
     ("distance-column-sums", checks.check_weight_by_distance,
      (lambda w: w.sum(dim=1).mean(dim=0) / w.shape[1],), "distance/key-position"),
-    # chapter 6: the line where the head looks furthest back
-    ("furthest-index", checks.check_furthest_line,
-     (lambda model, lines: int(look_backs(model, lines).argmax()),), "furthest/not-a-line"),
-    ("furthest-pair", checks.check_furthest_line,
-     (lambda model, lines: (furthest()(model, lines), 0.9),), "furthest/not-a-line"),
-    ("furthest-global-lines", checks.check_furthest_line,
-     (lambda model, lines: furthest()(model, ch6()["lines"]),), "furthest/not-in-lines"),
-    ("furthest-newline", checks.check_furthest_line,
-     (lambda model, lines: furthest()(model, lines) + "\n",), "furthest/not-in-lines"),
-    ("furthest-global-model", checks.check_furthest_line, (furthest_of_global_model,), "furthest/ignores-model"),
-    ("furthest-loaded-model", checks.check_furthest_line, (furthest_of_loaded_model,), "furthest/ignores-model"),
-    ("furthest-argmin", checks.check_furthest_line, (furthest(pick=torch.argmin),), "furthest/least"),
-    ("furthest-j-minus-t", checks.check_furthest_line, (furthest(sign=-1),), "furthest/least"),
-    ("furthest-sum", checks.check_furthest_line, (furthest(pool=lambda back: back.sum()),), "furthest/sum"),
-    ("furthest-padding", checks.check_furthest_line,
-     (furthest(pool=lambda back: back.sum() / 32),), "furthest/sum"),
-    ("furthest-max", checks.check_furthest_line, (furthest(pool=lambda back: back.max()),), "furthest/max"),
-    ("furthest-max-topk", checks.check_furthest_line,
-     (furthest(pool=lambda back: back.topk(1).values[0]),), "furthest/max"),
-    ("furthest-no-mask", checks.check_furthest_line, (furthest(mask=False),), "furthest/no-mask"),
-    ("furthest-sdpa-not-causal", checks.check_furthest_line, (furthest_with_sdpa(),), "furthest/no-mask"),
-    ("furthest-no-scale", checks.check_furthest_line, (furthest(scale=False),), "furthest/no-scale"),
-    ("furthest-sdpa-scale-1", checks.check_furthest_line,
-     (furthest_with_sdpa(is_causal=True, scale=1.0),), "furthest/no-scale"),
-    ("furthest-first-line", checks.check_furthest_line, (lambda model, lines: lines[0],), "furthest/differ"),
-    ("furthest-longest", checks.check_furthest_line, (lambda model, lines: max(lines, key=len),), "furthest/differ"),
+    # chapter 6: the scores in token and position parts
+    ("parts-swapped", checks.check_score_parts, (lambda m, i: score_parts(m, i, swap=True), PARTS_MODEL, PARTS_IDS),
+     "parts/swapped"),
+    ("parts-swapped-order", checks.check_score_parts,
+     (lambda m, i: (lambda p: [p[0], p[2], p[1], p[3]])(score_parts_einsum(m, i)), PARTS_MODEL, PARTS_IDS),
+     "parts/swapped"),
+    ("parts-no-scale", checks.check_score_parts, (lambda m, i: score_parts(m, i, scale=False), PARTS_MODEL, PARTS_IDS),
+     "parts/no-scale"),
+    ("parts-no-scale-einsum", checks.check_score_parts,
+     (lambda m, i: score_parts_einsum(m, i, scale=False), PARTS_MODEL, PARTS_IDS), "parts/no-scale"),
+    ("parts-masked", checks.check_score_parts, (lambda m, i: score_parts(m, i, mask=True), PARTS_MODEL, PARTS_IDS),
+     "parts/masked"),
+    ("parts-times-tril", checks.check_score_parts,
+     (lambda m, i: score_parts_einsum(m, i, tril=True), PARTS_MODEL, PARTS_IDS), "parts/masked"),
+    ("parts-weights", checks.check_score_parts, (lambda m, i: score_parts(m, i, softmax=True), PARTS_MODEL, PARTS_IDS),
+     "parts/weights"),
+    ("parts-weights-einsum", checks.check_score_parts,
+     (lambda m, i: score_parts_einsum(m, i, softmax=True), PARTS_MODEL, PARTS_IDS), "parts/weights"),
+    ("parts-sum-only", checks.check_score_parts,
+     (lambda m, i: [sum(score_parts(m, i))] + [torch.zeros_like(p) for p in score_parts(m, i)[1:]],
+      PARTS_MODEL, PARTS_IDS), "parts/sum"),
+    ("parts-quarters", checks.check_score_parts,
+     (lambda m, i: [p / 4 for p in whole_scores_four_times(m, i)], PARTS_MODEL, PARTS_IDS), "parts/sum"),
+    ("parts-one-zero", checks.check_score_parts,
+     (lambda m, i: score_parts(m, i)[:3] + [torch.zeros(i.shape[0], i.shape[1], i.shape[1])], PARTS_MODEL, PARTS_IDS),
+     "parts/differ"),
+    ("parts-whole-scores", checks.check_score_parts, (whole_scores_four_times, PARTS_MODEL, PARTS_IDS), "parts/differ"),
+    ("parts-three", checks.check_score_parts, (lambda m, i: score_parts(m, i)[:3], PARTS_MODEL, PARTS_IDS),
+     "parts/not-four"),
+    ("parts-stacked", checks.check_score_parts, (lambda m, i: torch.stack(score_parts(m, i)), PARTS_MODEL, PARTS_IDS),
+     "parts/not-four"),
+    ("parts-no-batch", checks.check_score_parts, (lambda m, i: [p[0] for p in score_parts(m, i)], PARTS_MODEL, PARTS_IDS),
+     "parts/shape"),
+    ("parts-flattened", checks.check_score_parts,
+     (lambda m, i: [p.flatten(1) for p in score_parts_einsum(m, i)], PARTS_MODEL, PARTS_IDS), "parts/shape"),
     # chapter 6: a head that attends to the previous position
     ("previous-linear", checks.check_previous_token_head, (nn.Linear(8, 8),), "previous/not-a-head"),
     ("previous-own-names", checks.check_previous_token_head,
@@ -1169,23 +1172,12 @@ def test_a_weak_previous_token_head_reports_its_weight_on_t_minus_1():
     assert f"row 7 puts only {p:.2f} on t - 1" in str(failure)
 
 
-def test_a_furthest_line_that_is_not_the_furthest_says_how_far_it_looks_without_naming_the_answer():
-    threads = torch.get_num_threads()
-    lines = ch6()["lines"]
-    failure = _produce(checks.check_furthest_line, (lambda model, lines: lines[0],))
-    mine, best = look_backs(ch6()["trained"], lines[:1])[0], look_backs(ch6()["trained"], lines).max()
-    assert f"your line {lines[0]!r} looks {mine:.3f} characters back" in str(failure)
-    assert f"up to {best:.3f}" in str(failure)
-    assert repr(furthest_padded(ch6()["trained"], lines)) not in str(failure)
-    assert torch.get_num_threads() == threads  # the check ran the learner's code on one thread, then put it back
-
-
 # ---------------------------------------------------------------- a stub is answered kindly
 
 STUBS = [
     (checks.check_cumsum_average, (stub,), "stub"),
-    (checks.check_projection, (stub,), "stub"),
-    (checks.check_scaled_scores, (stub,), "stub"),
+    (checks.check_one_way, (stub,), "stub"),
+    (checks.check_unit_scale, (stub,), "stub"),
     (checks.check_softmax, (stub,), "stub"),
     (checks.check_padding_mask, (stub,), "stub"),
     (checks.check_head, (StubHead,), "StubHead"),
@@ -1195,7 +1187,7 @@ STUBS = [
     (checks.check_real_batch_weights, (stub, REAL_HEAD, REAL_X), "stub"),
     (checks.check_real_batch_weights, (None, REAL_HEAD, REAL_X), "weights"),
     (checks.check_weight_by_distance, (stub,), "stub"),
-    (checks.check_furthest_line, (stub,), "stub"),
+    (checks.check_score_parts, (stub, PARTS_MODEL, PARTS_IDS), "stub"),
     (checks.check_previous_token_head, (stub,), "stub"),
 ]
 
@@ -1298,6 +1290,13 @@ def test_a_grader_sets_the_seed_and_the_runner_of_every_check_on_the_copy():
     calls.clear()
     assert graded.check_head(Head, strict=True) is True
     assert calls[0][0] is Head and any(isinstance(fn, Head) for fn, _ in calls)  # the forward too
+    calls.clear()
+    assert graded.check_one_way(one_way, strict=True) is True  # called with no arguments, through _run too
+    assert calls == [(one_way, ())]
+    calls.clear()
+    assert graded.check_unit_scale(unit_scale, strict=True) is True  # its own generator, from the copy's SEED
+    q = torch.randn(64, 8, 16, generator=torch.Generator().manual_seed(7)) * math.sqrt(1 / 3)
+    assert calls[0][0] is unit_scale and torch.equal(calls[0][1][0], q)
     assert checks.SEED == 1337 and checks.running._run is not recording  # the imported package is as it was
 
 
@@ -1333,7 +1332,7 @@ def test_chapters_call_checks_as_statements_whose_none_prints_nothing():
 def test_every_public_check_is_called_by_the_chapter_whose_module_holds_it():
     """A check that no chapter calls goes (or gets an exercise); chapterN.py holds chapter N's checks."""
     called = collections.defaultdict(set)
-    for path in nbtool.notebooks():
+    for path in layout.chapters():
         for cell in json.loads(path.read_text())["cells"]:
             if cell["cell_type"] == "code":
                 for name in re.findall(r"\bchecks\.(check_\w+)\(", "".join(cell["source"])):

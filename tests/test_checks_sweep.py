@@ -8,6 +8,6 @@ from attention_lab import checks
 
 def test_no_input_of_the_sweep_crashes_a_check_or_gets_the_wrong_verdict():
     counts = sweep_checks.sweep(checks)
-    assert counts["tried"] >= 400
+    assert counts["tried"] >= 360  # 183 inputs, each in both modes
     assert counts["crash"] == 0 and counts["wrong verdict"] == 0, counts
     assert counts["generic"] == 0, counts  # every failure of the sweep gets the message it should

@@ -123,7 +123,7 @@ def test_each_test_calls_the_chapters_check_afresh_and_strict(stem, built):
         checks = [c for c in calls if c.func.attr.startswith("check_")]
         assert fresh and checks, source
         for call in checks:
-            assert ast.unparse(call.func.value) == "graded"  # graded = exercise_checks.fresh()
+            assert ast.unparse(call.func.value) == "graded"  # graded = checks.fresh()
             assert any(k.arg == "strict" and k.value.value is True for k in call.keywords), source
         # the chapter's check cell under this exercise calls the same checks, with the same arguments
         cells = [c for c in student.cells if c.metadata.get("otter", {}).get("tests") == [name]]
@@ -202,7 +202,7 @@ def test_the_test_reads_every_name_the_check_call_uses_from_the_notebook():
         "from attention_lab import checks\n\nchecks.check_real_batch_weights(real_batch_weights, head, x)"), "")
     source = graded_edition.test_source(q)
     assert source.splitlines()[0] == "def test_exercise_5_1(real_batch_weights, head, x):"
-    assert "graded = exercise_checks.fresh()" in source
+    assert "graded = checks.fresh()" in source
     assert "graded.check_real_batch_weights(real_batch_weights, head, x, strict=True)" in source
     # builtins and keywords are not taken from the notebook
     [call] = graded_edition._calls("check_softmax(fn=softmax, z=len(things))")

@@ -558,8 +558,9 @@ def one_way():
 
 
 @needs_bwrap
-def test_an_exercise_of_exercise_checks_is_judged_from_the_sandbox_record(tmp_path):
-    """Exercise 2.1's check lives in attention_lab/exercise_checks.py: observed in the sandbox, judged outside."""
+def test_exercise_2_1_one_way_is_judged_from_the_sandbox_record(tmp_path):
+    """Exercise 2.1's check_one_way, which calls the learner's function with no arguments: observed in the
+    sandbox, judged outside, its mistake named in the feedback."""
     batch = Batch(tmp_path)
     for kind, answer in [("right", "solution"), ("in-out", LAYOUT_2)]:
         (batch.submissions / f"{kind}.ipynb").write_text(_notebook(C2, {"2.1": answer}))

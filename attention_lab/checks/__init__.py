@@ -6,13 +6,13 @@ independent reference computed in float64, before the learner's code runs and fr
 inputs. Which chapter uses which check (each chapter's checks are in its own module):
 
 - chapter 1 (:mod:`.chapter1`): :func:`check_cumsum_average`;
-- chapter 2 (:mod:`.chapter2`): :func:`check_projection`;
-- chapter 3 (:mod:`.chapter3`): :func:`check_scaled_scores`, :func:`check_softmax`;
+- chapter 2 (:mod:`.chapter2`): :func:`check_one_way`;
+- chapter 3 (:mod:`.chapter3`): :func:`check_unit_scale`, :func:`check_softmax`;
 - chapter 4 (:mod:`.chapter4`): :func:`check_padding_mask`;
 - chapter 5 (:mod:`.chapter5`): :func:`check_real_batch_weights`, :func:`check_multihead_sdpa`, and
   :func:`check_head` after :func:`diagnose` (from :mod:`attention_lab.diagnose`, re-exported here);
-- chapter 6 (:mod:`.chapter6`): :func:`check_weight_by_distance`, :func:`check_furthest_line`,
-  :func:`check_previous_token_head`.
+- chapter 6 (:mod:`.chapter6`): :func:`check_previous_token_head`, :func:`check_weight_by_distance`,
+  :func:`check_score_parts`.
 
 The rest of the package: :mod:`.engine` (the messages, :data:`MISTAKES`, and how an answer is compared
 and a mistake matched), :mod:`.running` (seed, strict mode, running the learner's code), :mod:`.hints`
@@ -56,11 +56,11 @@ from pathlib import Path
 
 from . import running
 from .chapter1 import check_cumsum_average
-from .chapter2 import check_projection
-from .chapter3 import check_scaled_scores, check_softmax
+from .chapter2 import check_one_way
+from .chapter3 import check_softmax, check_unit_scale
 from .chapter4 import check_padding_mask
 from .chapter5 import check_head, check_multihead_sdpa, check_real_batch_weights
-from .chapter6 import check_furthest_line, check_previous_token_head, check_weight_by_distance
+from .chapter6 import check_previous_token_head, check_score_parts, check_weight_by_distance
 # the building blocks of a check, importable from here as before the package was split (for new checks
 # written outside it, and for the graders: attention_lab.judge and attention_lab.observe)
 from .engine import (ATOL, LINE_WIDTH, MISTAKES, RTOL, Case, CheckFailed, _answer_is, _compare, _fail,  # noqa: F401
@@ -69,16 +69,16 @@ from .running import SEED, _call, _Call, _check, _HelperStub, _NotYetImplemented
 
 __all__ = [
     "check_cumsum_average",
-    "check_projection",
-    "check_scaled_scores",
+    "check_one_way",
+    "check_unit_scale",
     "check_softmax",
     "check_padding_mask",
     "check_head",
     "check_real_batch_weights",
     "check_multihead_sdpa",
-    "check_weight_by_distance",
-    "check_furthest_line",
     "check_previous_token_head",
+    "check_weight_by_distance",
+    "check_score_parts",
     "diagnose",
     "CheckFailed",
     "MISTAKES",

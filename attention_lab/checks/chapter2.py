@@ -1,75 +1,72 @@
-"""Chapter 2's check: a bias-free ``nn.Linear`` computed by hand (:func:`check_projection`)."""
+"""Chapter 2's check: a query and a key set by hand so that one token looks for another and not back
+(:func:`check_one_way`)."""
 from __future__ import annotations
-
-import dataclasses
 
 import torch
 import torch.nn as nn
 
-from .engine import ATOL, RTOL, Case, _answer_is, _compare, _fmt, _shape, _table, _tested
-from .hints import _HINTS
-from .references import _project
+from .engine import _fail, _name, _table
 from .running import _call, _check
 
-
-@dataclasses.dataclass(kw_only=True)
-class ProjectionCase(Case):
-    """One input x and layer of the projection check, in float64."""
-
-    x: torch.Tensor  # (B, T, C)
-    W: torch.Tensor  # (head_size, C), the layer's weight
-    T: int
-    C: int
-    expected: torch.Tensor  # (B, T, head_size), x @ W.T
-    out_in: str  # the weight's shape, as the message writes it
-
-
-def _is_biased(case, got):
-    if tuple(got.shape) != tuple(case.expected.shape):
-        return None
-    offset = got.detach().to(torch.float64) - case.expected
-    same_everywhere = torch.allclose(offset, offset[:1, :1].expand_as(offset), rtol=RTOL, atol=ATOL)
-    return {} if same_everywhere and offset.abs().max() > ATOL else None
-
-
-_PROJECTION_ROWS = _table(
-    ("projection/bias", "adding a bias: your result is x @ layer.weight.T plus the same offset at every "
-     "position; attention projections have no bias (bias=False)", _is_biased),
-    # the transposition mistakes run only where the shapes let them (the first, square case)
-    ("projection/no-transpose", "x @ W without the transpose: nn.Linear stores its weight as (out, in) = "
-     "{out_in}, so the projection is x @ layer.weight.T",
-     _answer_is(lambda c: c.x @ c.W if c.W.shape[0] == c.W.shape[1] == c.C else None)),
-    ("projection/wrong-side", "W @ x multiplies from the wrong side: the tokens are the rows of x, so the "
-     "weight goes on the right, transposed: x @ layer.weight.T",
-     _answer_is(lambda c: c.W @ c.x if c.W.shape[1] == c.T else None)),
-    ("projection/axes-swapped", "W @ xᵀ gives (B, head_size, T): the right numbers with the last two axes "
-     "swapped; write x @ layer.weight.T to get (B, T, head_size)", _answer_is(lambda c: c.expected.mT)),
+_ONE_WAY_ROWS = _table(
+    ("one-way/not-layers", "`{name}` should return two nn.Linear layers, (query, key); got {got}", None),
+    ("one-way/width", "query and key must both take the 2 numbers of a token and give vectors of one "
+     "width (the head size); got nn.Linear({qin}, {qout}) and nn.Linear({kin}, {kout})", None),
+    ("one-way/bias", "use bias=False, as the chapter's projections do: a bias adds to every score of a row "
+     "and hides what the weights do", None),
+    ("one-way/tied", "a looks for b exactly as much as b looks for a ({ab:.2f} both ways): with one matrix "
+     "for the query and the key the grid is symmetric (section 2.5); give the key its own weights", None),
+    ("one-way/reversed", "the wrong way round: b looks for a (score {ba:.2f}) and a does not look for b "
+     "({ab:.2f}); the query belongs to the token that looks, the key to the one it looks for", None),
+    ("one-way/layout", "your weights would work as (in, out) matrices, x @ weight, but nn.Linear stores "
+     "(out, in) and computes x @ weight.T (section 2.3), which gives a -> b {ab:.2f} and b -> a {ba:.2f}; "
+     "transpose the weights you wrote", None),
+    ("one-way/weak", "not yet one-way enough: a -> b scores {ab:.2f} (needs 2 or more) and b -> a {ba:.2f} "
+     "(needs 0 or less)", None),
 )
 
-_PROJECTION_HINTS = _table(
-    ("projection/hint-no-bias", "layer.bias is None: attention projections have no bias (bias=False), so "
-     "compute x @ layer.weight.T and add nothing",
-     lambda case, failure: {} if "NoneType" in str(failure.exc) else None),
-) + _HINTS
+A = torch.tensor([1.0, 0.0])  # token a
+B = torch.tensor([0.0, 1.0])  # token b
+
+
+def _one_way_scores(query: nn.Linear, key: nn.Linear, transposed: bool = False) -> tuple[float, float]:
+    """(a -> b, b -> a): the raw score of a's query against b's key, and the other way round."""
+    wq, wk = (query.weight.detach().double(), key.weight.detach().double())
+    if transposed:  # the weights read as (in, out), the mistake of x @ weight
+        wq, wk = wq.T, wk.T
+    q = lambda t: t.double() @ wq.T  # noqa: E731
+    k = lambda t: t.double() @ wk.T  # noqa: E731
+    return float(q(A) @ k(B)), float(q(B) @ k(A))
 
 
 @_check
-def check_projection(fn):
-    """Chapter 2, exercise ``ex-qkv-projection``: ``fn(x, layer)`` computes a bias-free ``nn.Linear``
-    by hand, ``x @ layer.weight.T``, for x of shape (B, T, C)."""
-    # a square case first (T = C = head_size) so that the transposition mistakes run and can be named
-    cases = [(2, 6, 6, 6), (4, 8, 384, 16), (1, 1, 5, 3), (3, 5, 32, 8)]
-    for B, T, C, hs in cases:
-        x = torch.randn(B, T, C)
-        layer = nn.Linear(C, hs, bias=False)
-        W = layer.weight.detach().to(torch.float64)
-        expected = _project(x, layer)
-        case = ProjectionCase(x=x.to(torch.float64), W=W, T=T, C=C, expected=expected, out_in=_fmt(W.shape))
-        where = f"x of shape {_shape(x)} and layer = nn.Linear({C}, {hs}, bias=False)"
-        got, _ = _call(fn, x.clone(), layer, inputs=where, case=case, hints=_PROJECTION_HINTS)
-        _compare(got, expected, what="your projection", where=where, case=case, table=_PROJECTION_ROWS)
-    return (f"your projection matches x @ layer.weight.T "
-            f"(tested {_tested('T', [c[1] for c in cases])}; C → head_size = "
-            + ", ".join(f"{c[2]} → {c[3]}" for c in cases) + ")")
+def check_one_way(one_way):
+    """Chapter 2, exercise ``ex-qkv-one-way``: ``one_way()`` returns ``(query, key)``, bias-free
+    ``nn.Linear(2, hs)`` layers with which token a = [1, 0] looks for token b = [0, 1] (raw score 2 or
+    more) and b does not look for a (0 or less).
 
-
+    Names: tied weights (one matrix for both), the two directions swapped, weights written as (in, out),
+    a bias, layers of the wrong sizes, scores that lean the right way but too little.
+    """
+    got, _ = _call(one_way, inputs="no arguments")
+    name = _name(one_way)
+    if not (isinstance(got, tuple | list) and len(got) == 2 and all(isinstance(m, nn.Linear) for m in got)):
+        _fail("one-way/not-layers", name=name, got=type(got).__name__)
+    query, key = got
+    if not (query.in_features == key.in_features == 2 and query.out_features == key.out_features):
+        _fail("one-way/width", qin=query.in_features, qout=query.out_features, kin=key.in_features,
+              kout=key.out_features)
+    if query.bias is not None or key.bias is not None:
+        _fail("one-way/bias")
+    ab, ba = _one_way_scores(query, key)
+    if ab >= 2 and ba <= 0:
+        return (f"a looks for b (raw score {ab:.2f}) and b does not look for a ({ba:.2f}): one way, as "
+                f"tied weights could never be")
+    if query is key or torch.equal(query.weight, key.weight):
+        _fail("one-way/tied", ab=ab)
+    if ba >= 2 and ab <= 0:
+        _fail("one-way/reversed", ab=ab, ba=ba)
+    tab, tba = _one_way_scores(query, key, transposed=True)
+    if tab >= 2 and tba <= 0:
+        _fail("one-way/layout", ab=ab, ba=ba)
+    _fail("one-way/weak", ab=ab, ba=ba)

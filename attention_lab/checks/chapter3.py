@@ -1,5 +1,5 @@
-"""Chapter 3's checks: the scaled scores (:func:`check_scaled_scores`) and a softmax safe for large
-logits (:func:`check_softmax`)."""
+"""Chapter 3's checks: the inverse temperature that gives logits of variance 1 (:func:`check_unit_scale`)
+and a softmax safe for large logits (:func:`check_softmax`)."""
 from __future__ import annotations
 
 import dataclasses
@@ -7,18 +7,78 @@ import math
 
 import torch
 
-from .engine import ATOL, RTOL, Case, _answer_is, _compare, _matches, _shape, _table, _tested
+from . import running
+from .engine import Case, _answer_is, _compare, _fail, _matches, _name, _shape, _table
 from .references import _softmax
 from .running import _call, _check
 
+_SCALE_ROWS = _table(
+    ("scale/not-a-number", "`{name}` should return one number (a float or a 0-d tensor); got {got}", None),
+    ("scale/unit-variance", "that is 1/√d_k, the scale for entries of variance 1; these entries have "
+     "variance {vq:.2f} (q) and {vk:.2f} (k), and Var(q·k) = d_k·Var(q_i)·Var(k_i) (section 3.5)", None),
+    ("scale/variances", "divided by the variances, not by the standard deviation: s must be "
+     "1/√(d_k·Var(q_i)·Var(k_i)), the square root of the whole product", None),
+    ("scale/no-dk", "the d_k products of q·k add up their variances: keep the √d_k beside the entries' "
+     "variances", None),
+    ("scale/divide-dk", "that is 1/d_k, which flattens the logits (exercise 3.3); s is 1 over the standard "
+     "deviation of q·k", None),
+    ("scale/inverted", "upside down: multiplying by √d_k (or by the standard deviation) spreads the logits "
+     "further; s divides by the standard deviation of q·k", None),
+    ("scale/fixed", "the same s for every input ({got:.3g}): read d_k and the variances from q and k", None),
+    ("scale/differ", "the logits s·(q @ kᵀ) should have variance about 1; with your s = {got:.3g} they have "
+     "{var:.3g} (d_k = {dk}, Var(q_i) = {vq:.2f}, Var(k_i) = {vk:.2f})", None),
+)
 
-@dataclasses.dataclass(kw_only=True)
-class ScoresCase(Case):
-    """One pair q, k of the scores check: their product q @ kᵀ in float64, unscaled."""
+# (d_k, Var(q_i), Var(k_i)): the chapter's own case, then two where no fixed or half-right s passes
+_SCALE_CASES = ((16, 1 / 3, 1 / 3), (64, 4.0, 1.0), (8, 0.25, 0.04))
+_SCALE_TOLERANCE = 0.15  # a sample's variance wobbles by a few percent; every mistake is off by 1.5x or more
 
-    qk: torch.Tensor  # (B, T, T)
-    d_k: int
-    T: int
+
+def _scale_mistakes(dk: float, vq: float, vk: float) -> dict[str, float]:
+    """The s each named mistake gives for entries of these sizes, by the mistake's id."""
+    sq, sk = math.sqrt(vq), math.sqrt(vk)
+    return {"scale/unit-variance": 1 / math.sqrt(dk), "scale/variances": 1 / (math.sqrt(dk) * vq * vk),
+            "scale/no-dk": 1 / (sq * sk), "scale/divide-dk": 1 / dk,
+            "scale/inverted": math.sqrt(dk * vq * vk)}
+
+
+@_check
+def check_unit_scale(unit_scale):
+    """Chapter 3, exercise ``ex-scaling-unit-scale``: ``unit_scale(q, k)`` returns the number s with
+    which the logits ``s * (q @ kᵀ)`` of queries and keys ``(B, T, d_k)`` have variance about 1:
+    s = 1/√(d_k·Var(q_i)·Var(k_i)).
+
+    Tested on the chapter's kind of entries (variance 1/3, d_k = 16) and two others; within 15 %.
+    Names: 1/√d_k, variances instead of standard deviations, no √d_k, 1/d_k, the scale upside down, one
+    fixed number, anything else with the variance it gives.
+    """
+    name = _name(unit_scale)
+    g = torch.Generator().manual_seed(running.SEED)  # read at call time: a grader may set the seed
+    got, logits_var = [], []
+    for dk, vq, vk in _SCALE_CASES:
+        q = torch.randn(64, 8, dk, generator=g) * math.sqrt(vq)  # (B, T, d_k)
+        k = torch.randn(64, 8, dk, generator=g) * math.sqrt(vk)  # (B, T, d_k)
+        raw = (q.double() @ k.double().transpose(-2, -1))  # (B, T, T), before the learner sees q, k
+        s, _ = _call(unit_scale, q, k, inputs=f"q, k of shape (64, 8, {dk})")
+        if isinstance(s, torch.Tensor) and s.numel() == 1 and s.is_floating_point():
+            s = s.item()
+        if not isinstance(s, float | int) or isinstance(s, bool) or not math.isfinite(s):
+            _fail("scale/not-a-number", name=name, got=repr(s) if isinstance(s, float | int) else type(s).__name__)
+        got.append(float(s))
+        logits_var.append(float((s * raw).var()))
+    if all(abs(v - 1) <= _SCALE_TOLERANCE for v in logits_var):
+        return (f"s·(q @ kᵀ) has variance {min(logits_var):.2f} to {max(logits_var):.2f} "
+                f"(tested d_k = 16, 64, 8 with Var(q_i)·Var(k_i) = 1/9, 4, 0.01)")
+    cases = list(zip(_SCALE_CASES, got))
+    for mistake in _scale_mistakes(1, 1, 1):
+        if all(abs(s / _scale_mistakes(*case)[mistake] - 1) <= _SCALE_TOLERANCE for case, s in cases):
+            (dk, vq, vk), _ = cases[-1]
+            _fail(mistake, vq=vq, vk=vk)
+    if max(got) - min(got) <= 1e-9 * max(abs(x) for x in got):
+        _fail("scale/fixed", got=got[0])
+    worst = max(range(len(cases)), key=lambda i: abs(logits_var[i] - 1))
+    (dk, vq, vk), s = cases[worst]
+    _fail("scale/differ", got=s, var=logits_var[worst], dk=dk, vq=vq, vk=vk)
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -27,60 +87,6 @@ class SoftmaxCase(Case):
 
     z: torch.Tensor
     large: bool
-
-
-def _transposed_q(case, got):
-    B, d = case.qk.shape[0], case.d_k
-    return {} if tuple(got.shape) == (B, d, d) and d != case.T else None
-
-
-def _other_scale(case, got):
-    """A positive scalar multiple of q @ kᵀ other than the ones named above: name the divisor."""
-    raw = case.qk
-    if tuple(got.shape) != tuple(raw.shape) or not torch.isfinite(got).all():
-        return None
-    g = got.detach().to(torch.float64)
-    s = float((g * raw).sum() / (raw * raw).sum())
-    if s > 0 and torch.allclose(g, raw * s, rtol=RTOL, atol=ATOL):
-        return dict(divisor=1 / s, square=1 / s**2)
-    return None
-
-
-_SCORES_ROWS = _table(
-    ("scores/no-scale", "no 1/√d_k scaling: divide q @ kᵀ by √d_k = √{d_k} (d_k = q.shape[-1])",
-     _answer_is(lambda c: c.qk)),
-    ("scores/divide-dk", "dividing by d_k: you divided by d_k = {d_k}; divide by its square root, √d_k",
-     _answer_is(lambda c: c.qk / c.d_k)),
-    ("scores/multiply", "multiplying by √d_k: divide q @ kᵀ by √d_k = √{d_k}, don't multiply",
-     _answer_is(lambda c: c.qk * math.sqrt(c.d_k))),
-    ("scores/qk-swapped", "q and k swapped: your grid is k @ qᵀ, the transpose; entry (i, j) must be "
-     "query i against key j: q @ k.transpose(-2, -1)", _answer_is(lambda c: c.qk.mT / math.sqrt(c.d_k))),
-    ("scores/qk-swapped-no-scale", "q and k swapped, and no scaling: your grid is k @ qᵀ, the transpose of "
-     "q @ kᵀ, and it is not divided by √d_k = √{d_k}; write q @ k.transpose(-2, -1) / √d_k",
-     _answer_is(lambda c: c.qk.mT)),
-    ("scores/transposed-q", "you transposed q instead of k: q.transpose(-2, -1) @ k multiplies features "
-     "with features and gives a (B, d_k, d_k) grid; the scores pair every query with every key, "
-     "(B, T, T): q @ k.transpose(-2, -1)", _transposed_q),
-    ("scores/other-scale", "scaling by a fixed number: your scores are q @ kᵀ divided by {divisor:.4g} = "
-     "√{square:.4g}; the scale is 1/√d_k with d_k = q.shape[-1] = {d_k}, the head size, not C (the "
-     "model width) or any number written into the code", _other_scale),
-)
-
-
-@_check
-def check_scaled_scores(fn):
-    """Chapter 3, exercise ``ex-scaling-scores``: ``fn(q, k)`` returns the (B, T, T) scores
-    ``q @ kᵀ / √d_k`` with ``d_k = q.shape[-1]``."""
-    cases = [(4, 8, 16), (1, 1, 16), (3, 5, 8), (2, 7, 32)]
-    for B, T, d in cases:
-        q, k = torch.randn(B, T, d), torch.randn(B, T, d)
-        qk = q.to(torch.float64) @ k.to(torch.float64).mT
-        case = ScoresCase(qk=qk, d_k=d, T=T)
-        where = f"q and k of shape {_shape(q)} (d_k = {d})"
-        got, _ = _call(fn, q.clone(), k.clone(), inputs=where, case=case)
-        _compare(got, qk / math.sqrt(d), what="your scores", where=where, case=case, table=_SCORES_ROWS)
-    return (f"your scores match q @ kᵀ / √d_k "
-            f"(tested {_tested('T', [c[1] for c in cases])}; {_tested('d_k', [c[2] for c in cases])})")
 
 
 def _global_max(case, got):

@@ -1,6 +1,6 @@
 """Chapter 6's checks: a previous-token head set by hand (:func:`check_previous_token_head`), the mean
-weight at each distance (:func:`check_weight_by_distance`) and the line a head looks furthest back on
-(:func:`check_furthest_line`)."""
+weight at each distance (:func:`check_weight_by_distance`) and a trained head's scores split into token
+and position parts (:func:`check_score_parts`)."""
 from __future__ import annotations
 
 import dataclasses
@@ -9,8 +9,8 @@ import math
 import torch
 import torch.nn as nn
 
-from .engine import (Case, CheckFailed, _answer_is, _compare, _fail, _fail_unless_float_cpu, _fill, _first,
-                     _matches, _name, _shape, _table, _tested)
+from .engine import (Case, _answer_is, _compare, _fail, _fail_unless_float_cpu, _matches, _name, _shape,
+                     _table, _tested)
 from .references import _project, _weights
 from .running import _call, _check
 
@@ -215,140 +215,85 @@ def check_weight_by_distance(fn):
             f"(tested {_tested('T', [s[1] for s in shapes])}; {_tested('B', [s[0] for s in shapes])})")
 
 
-def _look_back(model: nn.Module, lines: list[str], *, mask: bool = True, scale: bool = True,
-               how: str = "mean") -> torch.Tensor:
-    """Each line's look-back, in float64: the line run alone from position 0 through ``model``'s tables
-    and head, then the mean over its positions t of sum_j w[t, j] (t - j), how far back the weight of
-    row t lands on average. ``mask=False`` (keys after t too), ``scale=False`` (no 1/√d_k) and ``how``
-    ("sum" or "max" over the positions) rebuild the mistakes."""
-    from attention_lab import text
-
-    bs = model.position_table.weight.shape[0]
-    sizes = torch.tensor([len(s) for s in lines])  # (N,)
-    ids = torch.zeros(len(lines), bs, dtype=torch.long)  # (N, bs): each line, padded on the right
-    for n, s in enumerate(lines):
-        ids[n, : len(s)] = torch.tensor(text.encode(s))
-    x = (model.token_table.weight.detach().to(torch.float64)[ids]
-         + model.position_table.weight.detach().to(torch.float64))  # (N, bs, C)
-    q, k = _project(x, model.head.query), _project(x, model.head.key)  # (N, bs, hs) each
-    scores = q @ k.mT * (k.shape[-1] ** -0.5 if scale else 1.0)  # (N, bs, bs)
-    t = torch.arange(bs)
-    keep = (t[None, None, :] < sizes[:, None, None])  # (N, 1, bs): keys inside the line
-    if mask:
-        keep = keep & (t[None, None, :] <= t[None, :, None])  # (N, bs, bs): and not after the query
-    w = torch.softmax(scores.masked_fill(~keep, -math.inf), dim=-1)  # (N, bs, bs)
-    back = (w * (t[:, None] - t[None, :])).sum(-1)  # (N, bs): how far back each row looks
-    rows = t[None, :] < sizes[:, None]  # (N, bs): the line's own positions
-    if how == "max":
-        return back.masked_fill(~rows, -math.inf).max(-1).values
-    total = (back * rows).sum(-1)
-    return total if how == "sum" else total / sizes
-
-
-@dataclasses.dataclass(kw_only=True)
-class FurthestCase(Case):
-    """One model and list of lines of the furthest-line check; ``other`` is the trained model where
-    ``model`` is the untrained one (else None)."""
-
-    model: nn.Module
-    lines: list
-    other: nn.Module | None
-    hs: int
-
-
-def _picks(how: dict, *, least: bool = False, model: str = "model"):
-    """A match for a mistake whose measure ``_look_back(case.<model>, lines, **how)`` ranks the
-    learner's line first (last, with ``least``); none where the case has no such model."""
-
-    def match(case, got):
-        head = getattr(case, model)
-        if head is None:
-            return None
-        values = _look_back(head, case.lines, **how)
-        best = values.min() if least else values.max()
-        return {} if abs(float(values[case.lines.index(got)] - best)) < 1e-6 else None
-
-    return match
-
-
-_FURTHEST_ROWS = _table(
-    ("furthest/not-a-line", "your `{name}` returned {got!r}, a {type}, not a line: return the str itself, "
-     "the element of `lines` whose look-back is largest ({where})", None),
-    ("furthest/not-in-lines", "your answer {got!r} is not one of the {n} lines your `{name}` was given "
-     "({where}): search the `lines` argument, not a list from outside the function, and return the line "
-     "as it is", None),
-    ("furthest/ignores-model", "given the untrained head, your `{name}` returned the trained head's line: it "
-     "must take the weights from its `model` argument, not from a model defined outside the function",
-     _picks({}, model="other")),
-    ("furthest/least", "you found the line that looks back least: you took the smallest look-back (min, "
-     "argmin), or counted the distance as j - t, which the causal mask never lets be positive; the key j "
-     "of query t is t - j >= 0 positions back, and the answer is the line with the largest mean",
-     _picks({}, least=True)),
-    ("furthest/sum", "your measure grows with the length of the line: you summed over the positions, or "
-     "averaged over padding positions as well; a line's look-back is the mean over its own len(line) "
-     "positions", _picks({"how": "sum"})),
-    ("furthest/max", "you ranked the lines by their single furthest-looking position (a max over the "
-     "positions); a line's look-back is the mean, over all its positions t, of Σ_j w[t, j]·(t - j)",
-     _picks({"how": "max"})),
-    ("furthest/no-mask", "your weights have no causal mask: query t also gave weight to keys after it; "
-     "fill the scores with -inf where tril[:T, :T] == 0 before the softmax, as the head does",
-     _picks({"mask": False})),
-    ("furthest/no-scale", "your scores were not divided by √head_size = √{hs}: the head's weights are "
-     "softmax(q @ kᵀ / √d_k) under the causal mask", _picks({"scale": False})),
-    ("furthest/differ", "your line {got!r} looks {mine:.3f} characters back on average, but another of the "
-     "{n} lines looks further back, up to {best:.3f} ({where}); a line's look-back is the mean over its "
-     "positions t of Σ_j w[t, j]·(t - j), with the line run alone from position 0", None),
+_PARTS_ROWS = _table(
+    ("parts/not-four", "`{name}` should return four tensors (tok·tok, tok·pos, pos·tok, pos·pos); got {got}",
+     None),
+    ("parts/shape", "each part should have shape (B, T, T) = {shape}; got {got}", None),
+    ("parts/masked", "the parts are scores before the mask: a masked entry is -inf or 0 in yours; the mask "
+     "comes after the scores are added up", None),
+    ("parts/weights", "your parts are weights (rows sum to 1): return the scaled scores, before the softmax",
+     None),
+    ("parts/no-scale", "the parts are not divided by √head_size = {root:g}; the scores the softmax takes are",
+     None),
+    ("parts/swapped", "the two cross terms are swapped: tok·pos means a token's query against a position's "
+     "key, q_tok @ k_posᵀ", None),
+    ("parts/sum", "your four parts add up to the head's scores, but they are not the four named parts "
+     "(the largest difference is in part {part})", None),
+    ("parts/differ", "part {part} ({label}) differs from the reference by up to {size:.3g}, and the four do "
+     "not add up to the head's scores", None),
 )
+
+PART_LABELS = ("tok·tok", "tok·pos", "pos·tok", "pos·pos")
+
+
+def _reference_parts(model, ids: torch.Tensor) -> list[torch.Tensor]:
+    """The four parts of ``q @ kᵀ / √hs`` for x = tok_emb + pos_emb, in float64: (B, T, T) each."""
+    T = ids.shape[1]
+    tok = model.token_table.weight.detach().double()[ids]  # (B, T, C)
+    pos = model.position_table.weight.detach().double()[:T]  # (T, C)
+    wq, wk = model.head.query.weight.detach().double(), model.head.key.weight.detach().double()
+    root = math.sqrt(wk.shape[0])
+    q_tok, q_pos, k_tok, k_pos = tok @ wq.T, pos @ wq.T, tok @ wk.T, pos @ wk.T
+    return [a @ b.transpose(-2, -1) / root
+            for a, b in ((q_tok, k_tok), (q_tok, k_pos), (q_pos, k_tok), (q_pos, k_pos))]
+
+
+def _close(a: torch.Tensor, b: torch.Tensor) -> bool:
+    return torch.allclose(a, b, rtol=1e-4, atol=1e-4)
 
 
 @_check
-def check_furthest_line(fn):
-    """Chapter 6, exercise ``ex-trained-furthest``: ``fn(model, lines)`` returns the line of ``lines``
-    on which the head of ``model`` looks furthest back.
+def check_score_parts(score_parts, model, ids):
+    """Chapter 6, exercise ``ex-trained-parts``: ``score_parts(model, ids)`` returns the four parts
+    (tok·tok, tok·pos, pos·tok, pos·pos) of the head's scaled scores for ids (B, T): the query of one part
+    of x against the key of one part, each ``(B, T, T)``, before the mask; their sum is the head's scores.
 
-    ``model`` is chapter 6's model (``token_table``, ``position_table``, ``head`` with ``key``, ``query``
-    and ``tril``); ``lines`` is a list of strings of 2 to block_size characters. A line's look-back: run
-    the line alone, from position 0, through the tables and the head; row t of the weights looks
-    ``Σ_j w[t, j]·(t - j)`` characters back on average; the look-back of the line is the mean of that
-    over its positions t = 0..T-1. The answer is the line (a str) with the largest look-back.
-
-    Tested on the shipped trained head with the lines of the validation text (chapter 6's ``lines``),
-    on the untrained head with every third of them, and on the trained head with the first 300 lines
-    of at most 12 characters. Names: not a str, a line that was not given, a model taken from outside the function,
-    the smallest look-back (or distances j - t), a sum (or padding averaged in), a max over positions,
-    weights without the mask or without the 1/√d_k scaling; else says how far back the learner's line
-    looks, and how far the furthest does, without naming it.
+    Tested on the model and ids given, and on their first 5 positions of 3 windows.
+    Names: a mask applied, weights instead of scores, no 1/√head_size, the cross terms swapped, parts that
+    add up but are not the four, a part that differs.
     """
-    from attention_lab import text, training
-
-    trained, untrained = training.load_trained()[:2]
-    lines = text.validation_lines(trained.position_table.weight.shape[0])
-    # every line, for the answer; a third of them through the untrained head, where a function that
-    # reads a model from outside gives itself away; 300 short lines, where a sum and a mean disagree
-    short = [s for s in lines if len(s) <= 12][:300]
-    cases = [("the trained head", trained, lines, None), ("the untrained head", untrained, lines[::3], trained),
-             ("the trained head", trained, short, None)]
-    name = _name(fn)
-    for label, model, given, other in cases:
-        values = _look_back(model, given)  # before the learner's code runs, which could change the model
-        where = f"{label} and {len(given):,} lines of the validation text"
-        # a loop over lines runs thousands of tiny products: with one thread, tens of times faster on a
-        # busy machine; the learner's setting is restored
-        with training.one_thread():
-            got, _ = _call(fn, model, list(given), inputs=where)
-        fields = dict(name=name, got=got, where=where, n=len(given), type=type(got).__name__)
-        if not isinstance(got, str):
-            _fail("furthest/not-a-line", **fields)
-        if got not in given:
-            _fail("furthest/not-in-lines", **fields)
-        mine, best = float(values[given.index(got)]), float(values.max())
-        if mine >= best - 1e-6:
+    name = _name(score_parts)
+    for case_ids in (ids, ids[:3, :5]):
+        expected = _reference_parts(model, case_ids)  # before the learner's code runs
+        parts, _ = _call(score_parts, model, case_ids.clone(),
+                         inputs=f"model and ids of shape {tuple(case_ids.shape)}")
+        if not (isinstance(parts, tuple | list) and len(parts) == 4
+                and all(isinstance(p, torch.Tensor) for p in parts)):
+            _fail("parts/not-four", name=name, got=type(parts).__name__)
+        shape = tuple(expected[0].shape)
+        for p in parts:
+            if tuple(p.shape) != shape:
+                _fail("parts/shape", shape=shape, got=tuple(p.shape))
+        got = [p.detach().double() for p in parts]
+        future = torch.ones(shape[1:]).triu(1).bool()  # (T, T): the keys after each query
+        past = torch.ones(shape[1:]).tril(-1).bool()  # (T, T): the keys before it
+        if any(not torch.isfinite(p).all() or ((p[:, future] == 0).all() and (p[:, past] != 0).any())
+               for p in got if shape[-1] > 1):
+            _fail("parts/masked")
+        if shape[-1] > 1 and all(torch.allclose(p.sum(-1), torch.ones(shape[:2], dtype=p.dtype)) for p in got):
+            _fail("parts/weights")
+        close = [_close(g, e) for g, e in zip(got, expected)]
+        if all(close):
             continue
-        case = FurthestCase(model=model, lines=given, other=other, hs=model.head.key.out_features)
-        row, found = _first(_FURTHEST_ROWS, case, got)
-        if row is not None:
-            raise CheckFailed(_fill(row.message, fields, case.sizes(), found) + f"\n  ({where})", row.id)
-        _fail("furthest/differ", mine=mine, best=best, **fields)
-    return (f"your line is the one where the head looks furthest back, on average over its positions "
-            f"(tested the trained head on {len(lines):,} lines and {len(short)} short ones, the untrained "
-            f"head on {len(lines[::3])})")
+        root = math.sqrt(model.head.key.weight.shape[0])
+        if all(_close(g / root, e) for g, e in zip(got, expected)):
+            _fail("parts/no-scale", root=root)
+        if close[0] and close[3] and _close(got[1], expected[2]) and _close(got[2], expected[1]):
+            _fail("parts/swapped")
+        sizes = [float((g - e).abs().max()) for g, e in zip(got, expected)]
+        worst = max(range(4), key=lambda i: sizes[i])
+        if _close(sum(got), sum(expected)):
+            _fail("parts/sum", part=PART_LABELS[worst])
+        _fail("parts/differ", part=worst, label=PART_LABELS[worst], size=sizes[worst])
+    return (f"the four parts are the head's scores split by what the query and the key come from, and add "
+            f"up to them (tested {ids.shape[0]:,} windows of {ids.shape[1]}, 3 of 5)")
