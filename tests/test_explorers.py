@@ -457,6 +457,8 @@ def test_scaling_variance_grows_like_d_k_and_scaling_holds_it_near_one():
     assert "Var(q·k) = " in ex.caption.value
     ex.controls["scale"].value = True
     assert ex.result["variance"] == pytest.approx(1, rel=0.15)
+    # scaled, the number is the variance of q·k / √d_k, and the caption must say so
+    assert "Var(q·k / √d_k) = 1." in ex.caption.value and "Var(q·k) = " not in ex.caption.value
     (marker,) = ex.frame.extra  # the marker on the variance plot sits at the current d_k
     assert list(marker.get_xdata()) == [64]
 

@@ -68,6 +68,7 @@ class ScalingExplorer(Explorer):
         d = values["head_size"]
         scaling = (f"scaled by 1/√d_k = {1 / math.sqrt(d):.4g}, which acts as an inverse temperature"
                    if values["scale"] else "not scaled (an inverse temperature of 1)")
+        variance = "Var(q·k / √d_k)" if values["scale"] else "Var(q·k)"  # of the logits the softmax sees
         return (f"softmax weights for d_k={d}, {scaling}: mean largest weight "
                 f"{result['mean_max_weight']:.2f}, mean entropy {result['mean_entropy_bits']:.2f} bits "
-                f"(uniform: {math.log2(T):.2f}); Var(q·k) = {result['variance']:.1f}")
+                f"(uniform: {math.log2(T):.2f}); {variance} = {result['variance']:.1f}")

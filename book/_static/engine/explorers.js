@@ -194,7 +194,8 @@
           ", which acts as an inverse temperature" : "not scaled (an inverse temperature of 1)";
         return "softmax weights for d_k=" + v.head_size + ", " + scaling +
           ": mean largest weight " + fixed(r.meanMax, 2) + ", mean entropy " + fixed(r.meanEntropy, 2) +
-          " bits (uniform: " + fixed(Math.log2(r.matrix.rows), 2) + "); Var(q·k) = " + fixed(r.variance, 1);
+          " bits (uniform: " + fixed(Math.log2(r.matrix.rows), 2) + "); " +
+          (v.scale ? "Var(q·k / √d_k)" : "Var(q·k)") + " = " + fixed(r.variance, 1);  // of the softmax's logits
       }
     };
   };
