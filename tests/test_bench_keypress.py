@@ -77,3 +77,16 @@ def test_the_verdict_fails_on_a_miss_or_a_missing_page_explorer(capsys):
     assert run_report(good_lab, bk.Result(problem="no page explorer on this page")) == 1
     out = capsys.readouterr().out
     assert "no page explorer on this page" in out and "MISSED" in out
+
+
+def test_the_core_widgets_are_printed_beside_without_a_limit(capsys):
+    args = argparse.Namespace(presses=3, no_lab=False, no_page=False, baseline=None)
+    page_view, page, core = bk.Result([30.0, 40.0, 45.0]), bk.Result([5.0, 8.0, 9.0]), bk.Result([90.0, 100.0, 120.0])
+    # the page view meets the limit; the core widgets' 100 ms is printed, not judged
+    assert bk.report(["01_x"], {"01_x": page_view}, {"01_x": page}, {}, args, core={"01_x": core}) == 0
+    out = capsys.readouterr().out
+    assert "JupyterLab core widgets" in out and " 100.0  120.0" in out and "MISSED" not in out
+    # a core run that measured nothing is said so
+    assert bk.report(["01_x"], {"01_x": page_view}, {"01_x": page}, {}, args,
+                     core={"01_x": bk.Result(problem="no explorer rendered")}) == 0
+    assert "01_x, JupyterLab core widgets: no explorer rendered" in capsys.readouterr().out

@@ -4,6 +4,7 @@ here independently, check bad-input messages, the page config for the hosted boo
 import asyncio
 import base64
 import html
+import importlib.util
 import io
 import json
 import math
@@ -1060,3 +1061,79 @@ def test_ipywidgets7_is_live_only():
     assert ex.children[0].children[1] is ex.image and ex.children[0].children[2] is ex.caption
     with pytest.raises(ValueError, match="static=True needs ipywidgets >= 8"):
         explorers.masking_explorer(static=True)
+
+
+# ---- JupyterLab's page view (attention_lab/explorers/view.py) ------------------------------------------
+
+from attention_lab.explorers import view as page_view_module  # noqa: E402
+
+needs_page_view = pytest.mark.skipif(not explorers.has_stack() or importlib.util.find_spec("anywidget") is None,
+                                     reason="the page view needs ipywidgets >= 8 and anywidget")
+# a value each explorer's page view can send that differs from where it starts
+PRESSED = {"AverageExplorer": {"T": 5}, "ScoresExplorer": {"head_size": 3}, "ScalingExplorer": {"scale": False},
+           "MaskingExplorer": {"T": 4, "mask": False}, "HeadExplorer": {"head_size": 5},
+           "TrainedExplorer": {"trained": False}}
+
+
+@needs_page_view
+@pytest.mark.parametrize("factory", ALL, ids=lambda f: f.__name__)
+def test_the_page_view_moves_the_kernels_explorer_and_follows_it(monkeypatch, factory):
+    monkeypatch.setenv(page_view_module.VIEW_ENV, "page")
+    ex = factory(static=False)
+    assert ex.view is not None and ex.children[0] is ex.view and ex.image not in all_widgets(ex)
+    config = ex.view.config
+    assert config["explorer"] == type(ex).__name__.removesuffix("Explorer").lower()
+    assert config["values"] == ex.values() == ex.view.values and set(config["colours"]) >= {"viridis", "RdBu_r"}
+    assert repr(ex) == f"{type(ex).__name__}(" + ", ".join(f"{k}={v!r}" for k, v in ex.values().items()) + ")"
+
+    # the reader's press, as the front end sends it: the controls follow, and ex.matrix is theirs
+    pressed = {**ex.values(), **PRESSED[type(ex).__name__]}
+    assert pressed != ex.values(), "PRESSED must change a value"
+    renders = ex.renders
+    ex.view.set_state({"values": pressed})
+    assert ex.values() == pressed and ex.renders == renders + 1 and ex.message == ""
+    assert np.allclose(ex.matrix, ex.compute(pressed)["matrix"], equal_nan=True)
+
+    # a control set from code: the view is told, so it draws the same values
+    name = next(iter(PRESSED[type(ex).__name__]))
+    ex.controls[name].value = ex.view.config["values"][name]
+    assert ex.view.values == ex.values() and ex.view.values[name] == config["values"][name]
+
+
+@needs_page_view
+def test_a_seed_from_the_page_view_is_a_number_in_the_kernel(monkeypatch):
+    monkeypatch.setenv(page_view_module.VIEW_ENV, "page")
+    ex = explorers.head_explorer(static=False)
+    ex.view.set_state({"values": {**ex.values(), "seed": "7"}})  # the page sends a seed as a string
+    assert ex.values()["seed"] == 7 and ex.message == ""
+
+
+def test_the_core_widgets_stay_where_the_page_view_cannot_run(monkeypatch):
+    import sys
+    import types
+
+    monkeypatch.setenv(page_view_module.VIEW_ENV, "page")
+    if not explorers.has_stack():  # ipywidgets 7.7.1, Colab's: the core widgets, said why
+        assert "ipywidgets" in page_view_module.why_not_page_view(False)
+    ex = explorers.average_explorer(static=True) if explorers.has_stack() else None
+    if ex is not None:  # executing for the book: the page path replaces this output
+        assert ex.view is None and ex.page_data and ex.image in all_widgets(ex)
+    monkeypatch.setitem(sys.modules, "google.colab", types.ModuleType("google.colab"))
+    ex = explorers.average_explorer(static=False)
+    assert ex.view is None and ex.image in all_widgets(ex)
+    if explorers.has_stack():
+        assert "Colab" in page_view_module.why_not_page_view(False)
+    monkeypatch.delitem(sys.modules, "google.colab")
+    monkeypatch.setenv(page_view_module.VIEW_ENV, "core")
+    assert explorers.average_explorer(static=False).view is None
+    monkeypatch.setenv(page_view_module.VIEW_ENV, "fast")
+    with pytest.raises(ValueError, match="ATTENTION_LAB_VIEW='fast'.*'core'.*'page'"):
+        explorers.average_explorer(static=False)
+
+
+@needs_page_view
+def test_the_page_view_runs_the_books_engine_unchanged():
+    module = page_view_module._module()
+    for script in page_view_module.SCRIPTS:
+        assert (page_view_module.ENGINE / script).read_text(encoding="utf-8") in module
+    assert module.rstrip().endswith("export default { render };")

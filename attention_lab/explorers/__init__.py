@@ -28,6 +28,14 @@ redraws only what changes (the heatmap's cells painted with numpy, the pixels ma
 returns the picture at twice its displayed pixels. ``course/bench/keypress.py`` (``make bench-keypress``) times a keypress in
 JupyterLab to the new picture on screen.
 
+*In JupyterLab* (ipywidgets 8, anywidget installed, not Colab, not executing for the book) an explorer
+shows the hosted book's page explorer instead of its core widgets: ``view`` is a
+:mod:`~attention_lab.explorers.view` widget that runs the book's engine in the browser, so a press
+repaints with no kernel round trip. The view then sends its values to the kernel, which sets
+``controls`` and computes ``matrix``, ``result`` and ``caption`` as before (``image`` is no longer
+redrawn there); a control set from code repaints the view. Elsewhere ``view`` is None and the core
+widgets draw as below.
+
 *No backlog.* ipykernel hands a dragged slider's messages to the event loop one per turn, so drawing
 on every change queues a picture per intermediate value (measured: 40 drag messages, 40 pictures,
 1.4 to 1.9 s behind the slider). A change after a pause is drawn at once; changes within
@@ -61,7 +69,8 @@ Interrupt), as the messages about a failing ``Head`` there say.
 *Where the code is.* One module per chapter's explorer (``average``, ``scores``, ``scaling``, ``masking``,
 ``head``, ``trained``), each a subclass of :class:`~attention_lab.explorers.base.Explorer` in ``base``,
 which also holds the redraw scheduling and the page config; ``learner`` runs and checks a learner's
-``Head`` for chapter 5. Every name the chapters and tests use is importable from here.
+``Head`` for chapter 5; ``view`` is JupyterLab's page view. Every name the chapters and tests use is
+importable from here.
 """
 
 from attention_lab.explorers.average import AverageExplorer

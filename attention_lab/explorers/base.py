@@ -19,6 +19,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from attention_lab import plots
 from attention_lab.controls import Checked
+from attention_lab.explorers import view
 from attention_lab.text import encode
 from attention_lab.training import one_thread
 
@@ -138,11 +139,22 @@ class Explorer(widgets.VBox):
             if isinstance(ctrl, Checked):
                 ctrl.owner = (name, self._show_message)
         self.page_data = None
-        if self.update_now() and static:
+        self.view = None  # JupyterLab's page view (view.py), when this kernel shows one
+        drawn = self.update_now()
+        if drawn and static:
             try:
                 self.page_data = self.page_config()
             except BadInput as err:  # the page could not rebuild it: the book shows the saved picture
                 self._show_message(f"{err}; the hosted book shows this explorer's first picture only.")
+        elif drawn and view.use_page_view(static):
+            try:
+                config = self.page_config()
+            except BadInput:  # the page cannot rebuild it (a learner's Head): the core widgets stay
+                config = None
+            if config is not None:
+                self.view = view.page_view(config)
+                self.view.observe(self._from_view, names="values")
+                self.children = [self.view, self.message_area]
 
     def __repr__(self) -> str:
         # what a notebook stores as the cell's text output: stable from run to run
@@ -185,7 +197,11 @@ class Explorer(widgets.VBox):
         self._pending = False
         values = self.values()
         try:
-            png, result = self.render(values)
+            if self.view is None:
+                png, result = self.render(values)
+            else:  # the page view draws the picture in the browser: the kernel computes only the numbers
+                with one_thread():
+                    png, result = None, self.compute(values)
         except BadInput as err:
             self._show_message(str(err))
             return False
@@ -193,10 +209,13 @@ class Explorer(widgets.VBox):
             self._show_message(f"could not draw this picture ({type(err).__name__}: {err}). "
                                "Try other values, or build the explorer again.")
             return False
-        self.image.value = png
+        if png is not None:
+            self.image.value = png
         self.caption.value = _caption_html(self.alt(values, result))
         self.matrix, self.result = result["matrix"], result
         self.renders += 1
+        if self.view is not None:  # a value set from code: the page view draws it too
+            self.view.values = values
         self._last_render = time.monotonic()
         self._show_message("")
         return True
@@ -236,6 +255,24 @@ class Explorer(widgets.VBox):
             else:
                 self._scheduled = True
                 loop.call_later(wait, self._flush)
+
+    def _from_view(self, change) -> None:
+        # the page view painted the reader's press: set the controls to its values, then draw once
+        for name, value in change["new"].items():
+            ctrl = self.controls.get(name)
+            if ctrl is None:
+                continue
+            if isinstance(ctrl.value, int) and not isinstance(ctrl.value, bool) and isinstance(value, str):
+                value = int(value)  # a seed travels as a string (no float rounding in the page)
+            if ctrl.value != value:
+                self._hold = True
+                try:
+                    ctrl.value = value
+                except Exception:  # noqa: BLE001  refused: the control's message area says why
+                    pass
+                finally:
+                    self._hold = False
+        self._on_change(None)
 
     def _flush(self) -> None:
         self._scheduled = False

@@ -3,6 +3,7 @@
     python -m course bench-keypress                                # both halves, every chapter, 20 presses each
     python -m course bench-keypress --baseline OTHER/_build/html   # page weights beside another build's
     python -m course bench-keypress --chapters 01,04 --presses 30 --no-page
+    python -m course bench-keypress --no-page --lab-view page          # JupyterLab's page view only
 
 Printed side by side in one run, per chapter, with median and p90 (nearest rank) of the presses:
 
@@ -14,7 +15,12 @@ Printed side by side in one run, per chapter, with median and p90 (nearest rank)
   keydown event's time stamp to the first frame painted with the new picture: a MutationObserver sees the
   explorer's ``<img>`` get its new ``src``, ``img.decode()`` waits for its pixels, a requestAnimationFrame
   callback runs before the next frame is painted and a message posted from it runs after that paint.
-  The kernel, the websocket, JupyterLab and the browser's decode are all inside that span.
+  The kernel, the websocket, JupyterLab and the browser's decode are all inside that span. That is the
+  core widgets' path (Colab's and ipywidgets 7's); in JupyterLab the explorer is a page view
+  (attention_lab/explorers/view.py: the page's explorer in an anywidget), timed as the page is below,
+  from keydown to the frame painted after its ``explorer:painted``. ``--lab-view`` picks which kernels
+  run (both by default, each in its own JupyterLab): the limit applies to the page view, the core
+  widgets are printed beside.
 * **The hosted book** (limit 16.7 ms, one frame at 60 Hz): the built book (``--html``, default
   _build/html) served on 127.0.0.1. A page explorer follows this contract: its root is
   ``<div class="attention-explorer" data-explorer="NAME">`` holding ``<input type=range>`` controls, and
@@ -47,7 +53,10 @@ from course.bench import pages as bench_pages
 from course.browser import ALL_RUN, CHROMIUM, CHROMIUM_ARGS, PANEL, READY, LabServer, PageVisit
 from course.layout import HTML, LAUNCH
 
+VIEW_ENV = "ATTENTION_LAB_VIEW"  # attention_lab.explorers.view.VIEW_ENV: "page" or "core" in the kernels
+
 LAB_LIMIT_MS = 50.0
+RUN_ALL_S = 600  # a chapter's Run all in JupyterLab (chapter 6 trains; a loaded machine is slow)
 PAGE_LIMIT_MS = 1000 / 60  # one frame at 60 Hz
 FRONT_PAGE = "book/intro.html"
 WEIGHT_LIMIT_MB = {"chapter": 1.5, "front": 0.5}
@@ -186,7 +195,10 @@ def lab_chapter(browser, lab: LabServer, stem: str, presses: int, wait_s: float)
         page.wait_for_function(READY, timeout=90_000)
         page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
         page.wait_for_timeout(1000)
-        page.wait_for_function(ALL_RUN, timeout=300_000)
+        try:
+            page.wait_for_function(ALL_RUN, timeout=RUN_ALL_S * 1000)
+        except Exception:  # noqa: BLE001  playwright's own TimeoutError: say so, time the other chapters
+            return Result(problem=f"its cells had not all run after {RUN_ALL_S} s")
         errors = page.evaluate(f"""{PANEL}.content.widgets.filter(c => c.model.type === 'code')
             .flatMap(c => c.model.outputs.toJSON()).filter(o => o.output_type === 'error')
             .map(o => o.ename + ': ' + o.evalue)""")
@@ -197,13 +209,27 @@ def lab_chapter(browser, lab: LabServer, stem: str, presses: int, wait_s: float)
             return Result(problem="no explorer rendered")
         explorer.scroll_into_view_if_needed()
         page.evaluate(_TIMER_JS)
+        view = explorer.locator(".attention-explorer[data-explorer]")
+        if view.count():  # the page view (attention_lab/explorers/view.py): the page's contract
+            view.evaluate(_WATCH_EVENT_JS)
+            if view.locator("input[type=range]").count():
+                label = view.locator(".explorer-range label").first.inner_text().strip()
+                control, keys, what = view.locator("input[type=range]").first, None, f"page view, slider {label}"
+                return Result(_press_all(page, control, presses, wait_s, keys, "page"), what=what)
+            if view.locator("input[type=text]").count():
+                control = view.locator("input[type=text]").first
+                keys = typing_keys(page, control)
+                return Result(_press_all(page, control, presses, wait_s, keys, "page"),
+                              what="page view, typing in the text box")
+            return Result(problem="its page view has no slider and no text box")
         explorer.evaluate(_WATCH_IMG_JS)
         if explorer.locator(".widget-slider").count():
             label = explorer.locator(".widget-slider .widget-label").first.inner_text().strip()
-            control, keys, what = explorer.locator(".widget-slider .noUi-handle").first, None, f"slider {label}"
+            control, keys, what = (explorer.locator(".widget-slider .noUi-handle").first, None,
+                                   f"core widgets, slider {label}")
         elif explorer.locator("input[type=text]").count():
             control = explorer.locator("input[type=text]").first
-            keys, what = typing_keys(page, control), "typing in the text box"
+            keys, what = typing_keys(page, control), "core widgets, typing in the text box"
         else:
             return Result(problem="its explorer has no slider and no text box")
         return Result(_press_all(page, control, presses, wait_s, keys, "lab"), what=what)
@@ -282,6 +308,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--baseline", help="another built book whose page weights are printed beside")
     parser.add_argument("--wait", type=float, default=10.0, help="seconds a press may take to paint (default 10)")
     parser.add_argument("--no-lab", action="store_true", help="skip JupyterLab")
+    parser.add_argument("--lab-view", choices=("both", "page", "core"), default="both",
+                        help="JupyterLab's explorers as the page view (anywidget, the limit applies), the core "
+                             "widgets (Colab's and ipywidgets 7's path, printed beside), or both (default)")
     parser.add_argument("--no-page", action="store_true", help="skip the hosted book (keypresses and weights)")
 
 
@@ -301,17 +330,15 @@ def run(args) -> int:
 
     from playwright.sync_api import sync_playwright
 
-    lab, page, weights = {}, {}, {}
+    lab, page, weights, core = {}, {}, {}, None
     args.load = [os.getloadavg()[0]]
     with sync_playwright() as pw, tempfile.TemporaryDirectory(prefix="bench-keypress-") as home:
         browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
         if not args.no_lab:
-            with LabServer(Path(home), LAUNCH) as server:
-                for stem in stems:
-                    t0 = time.monotonic()
-                    lab[stem] = lab_chapter(browser, server, stem, args.presses, args.wait)
-                    print(f"JupyterLab {stem}: {lab[stem].cell(LAB_LIMIT_MS)} ({lab[stem].what}; "
-                          f"{time.monotonic() - t0:.0f} s)", flush=True)
+            views = {"both": ("page", "core"), "page": ("page",), "core": ("core",)}[args.lab_view]
+            measured = {view: lab_view(browser, Path(home) / view, stems, view, args) for view in views}
+            lab = measured[views[0]]
+            core = measured["core"] if len(views) == 2 else None
         if not args.no_page:
             with bench_pages.serve(html) as url, (bench_pages.serve(base) if base else bench_pages._none()) as b_url:
                 for stem in stems:
@@ -329,17 +356,42 @@ def run(args) -> int:
                         weights[path] = (this, then)
         browser.close()
     args.load.append(os.getloadavg()[0])
-    return report(stems, lab, page, weights, args)
+    return report(stems, lab, page, weights, args, core)
 
 
-def report(stems, lab: dict, page: dict, weights: dict, args) -> int:
-    """Print the side-by-side table; return the exit status (1 when a limit is missed or a part failed)."""
+def lab_view(browser, home: Path, stems: list[str], view: str, args) -> dict:
+    """Time every chapter in a JupyterLab whose kernels show the explorers as ``view`` ("page" or "core",
+    set by attention_lab.explorers.view's environment variable, which the kernels inherit)."""
+    old = os.environ.get(VIEW_ENV)
+    os.environ[VIEW_ENV] = view
+    results = {}
+    try:
+        with LabServer(home, LAUNCH) as server:
+            for stem in stems:
+                t0 = time.monotonic()
+                results[stem] = lab_chapter(browser, server, stem, args.presses, args.wait)
+                print(f"JupyterLab ({view}) {stem}: {results[stem].cell(LAB_LIMIT_MS)} ({results[stem].what}; "
+                      f"{time.monotonic() - t0:.0f} s)", flush=True)
+    finally:
+        if old is None:
+            del os.environ[VIEW_ENV]
+        else:
+            os.environ[VIEW_ENV] = old
+    return results
+
+
+def report(stems, lab: dict, page: dict, weights: dict, args, core: dict | None = None) -> int:
+    """Print the side-by-side table; return the exit status (1 when a limit is missed or a part failed).
+
+    ``lab`` holds JupyterLab's times with the limit applied (the page view, unless only the core widgets
+    ran); ``core``, when given, the core widgets' times, printed beside without a limit."""
     ok, problems = True, []
     print(f"\nkeypress -> painted picture, ms over {args.presses} presses: median, p90 (nearest rank)")
     if getattr(args, "load", None):  # times move with the machine's load: say what it was
         print(f"load average {args.load[0]:.1f} at the start, {args.load[-1]:.1f} at the end, on "
               f"{os.cpu_count()} CPUs")
-    print(f"{'chapter':<26} {'JupyterLab (limit 50)':<26} {'page (limit 16.7)':<26}")
+    print(f"{'chapter':<26} {'JupyterLab (limit 50)':<26} {'page (limit 16.7)':<26}"
+          + (f" {'JupyterLab core widgets':<26}" if core is not None else ""))
     for stem in stems:
         row = f"{stem:<26}"
         for place, results, limit, skipped in (("JupyterLab", lab, LAB_LIMIT_MS, args.no_lab),
@@ -352,6 +404,11 @@ def report(stems, lab: dict, page: dict, weights: dict, args) -> int:
             row += f" {('not measured' if r.problem else r.cell(limit)):<26}"
             if r.problem:
                 problems.append(f"{stem}, {place}: {r.problem}")
+        if core is not None:  # Colab's and ipywidgets 7's path, beside: no limit
+            r = core[stem]
+            row += f" {('not measured' if r.problem else f'{median(r.times):6.1f} {p90(r.times):6.1f}'):<26}"
+            if r.problem:
+                problems.append(f"{stem}, JupyterLab core widgets: {r.problem}")
         print(row)
     for problem in problems:
         print(f"  not measured: {problem}")

@@ -12,7 +12,8 @@
  * how that number was made (attention.js's trace). After every paint the root's data-paints
  * counts up and it dispatches "explorer:painted" (course/bench/pages.py and the tests wait on it).
  * root.attentionExplorer gives tests the numbers: values(), set(name, value), weights(), alt(),
- * message(), open(i, j) and the trace shown.
+ * message(), open(i, j) and the trace shown. window.AttentionExplorers.mount(root) mounts one root
+ * (JupyterLab's page view, attention_lab/explorers/view.py).
  */
 (function () {
   "use strict";
@@ -829,6 +830,8 @@
     });
   }
 
+  // attention_lab/explorers/view.py mounts one explorer into a JupyterLab widget view
+  window.AttentionExplorers = { mount: mount };
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", mountAll);
   else mountAll();
 })();
