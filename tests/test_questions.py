@@ -202,6 +202,7 @@ def test_no_output_above_or_in_a_question_prints_its_answer(stem):
         # at three significant digits or more: a 0.0003 printed above is another number that rounds alike
         printed = {f"{right:.3g}", f"{right:.4g}", questions.fmt(right)}
         printed |= {f"{right:.{n}f}" for n in (3, 4)} if abs(right) >= 0.1 else set()
+        printed = {p for p in printed if len(p.strip("-").replace(".", "").lstrip("0")) >= 3}  # "12" of 11.997: too short
         above = "".join("".join(o.get("text", "")) + "".join(o.get("data", {}).get("text/plain", ""))
                         for c in nb["cells"][: i + 1] for o in c.get("outputs", []))
         assert not [p for p in printed if p in above], (config["question"], printed)
