@@ -4,7 +4,8 @@ Each chapter asks two or three questions where its prose builds to them: a numbe
 with its reason, or the cells of a grid to mark. A question cell calls :func:`ask` with the chapter's own tensors; the question's function
 below computes from them the right answer and the answer each listed mistake gives (no scaling, √C
 instead of √d_k, the mask after the softmax, an off-by-one, ...). What the cell shows is one line, a
-digest of those answers: strict nbval compares it, so the stored answers cannot drift from the code.
+digest of those answers, and under it a choice question's options, lettered, so a kernel can answer
+it: strict nbval compares that text, so the stored answers cannot drift from the code.
 The answers themselves ride in the output's metadata under ``PAGE_KEY``, as the explorers' page config
 does; ``book/_ext/page_explorers.py`` turns that output into the page's question, which
 ``book/_static/engine/questions.js`` answers with no kernel and nothing sent anywhere.
@@ -137,11 +138,18 @@ class Question:
 
     def __repr__(self) -> str:
         c = self.config
-        return (f"Question {c['number']} ({c['question']}): {len(c['answers'])} answers stored, "
+        line = (f"Question {c['number']} ({c['question']}): {len(c['answers'])} answers stored, "
                 f"digest {digest(c)}; answer it in the next cell")
+        return "\n".join([line, *options_text(c)])
 
     def _repr_mimebundle_(self, **kwargs):
         return {"text/plain": repr(self)}, {PAGE_KEY: self.config}
+
+
+def options_text(config: dict) -> list[str]:
+    """A choice question's options as the kernel prints them, one line each, "(a) ...", without saying
+    which is right; no lines for other kinds. The page shows the options in its form instead."""
+    return [f"  ({o['key']}) {o['label']}" for o in config.get("options", [])]
 
 
 def ask(qid: str, **tensors) -> Question:
@@ -182,7 +190,8 @@ def read_number(answer):
 
 
 def check(qid: str, answer) -> Verdict:
-    """Match a kernel answer against the question's stored answers (those :func:`ask` computed)."""
+    """Match a kernel answer against the question's stored answers (those :func:`ask` computed); with
+    ``answer`` None, say how to answer (and list a choice question's options again)."""
     if qid not in _asked:
         known = f"; the questions are {', '.join(QUESTIONS)}" if qid not in QUESTIONS else ""
         return Verdict(None, f"Question {qid!r} is not set up in this kernel: run the question's cell above "
@@ -192,8 +201,8 @@ def check(qid: str, answer) -> Verdict:
         how = {"number": "a number, e.g. answer = 0.25",
                "choice": "the letter of your choice, e.g. answer = \"b\"",
                "cells": "the (row, column) cells you mark, e.g. answer = [(0, 1), (2, 3)]"}[c["kind"]]
-        return Verdict(None, f"Question {c['number']}: put your prediction in `answer` ({how}), then run "
-                             "this cell again.")
+        return Verdict(None, "\n".join([f"Question {c['number']}: put your prediction in `answer` ({how}), "
+                                        "then run this cell again.", *options_text(c)]))
     if c["kind"] == "cells":
         cells = read_cells(answer, c["size"])
         if isinstance(cells, str):
@@ -263,10 +272,8 @@ def ch1_column(w):
         f"row t gives each of its t + 1 positions 1/(t + 1), position 0 included, so column 0 adds "
         f"1 + 1/2 + ... + 1/{T} ≈ {fmt(right)}. Rows sum to one, columns need not: every later row sees "
         "position 0.",
-        [((tril / tril.sum(dim=0, keepdim=True))[:, 0].sum(),
-          "you normalized the columns, not the rows: w / w.sum(dim=1, keepdim=True) makes each row sum to "
-          "one, and a column adds up what the rows give it."),
-         ((tril / T)[:, 0].sum(), f"you divided every position by T = {T}: row t averages t + 1 tokens."),
+        [(1, f"columns need not sum to one as rows do: row t gives position 0 the weight 1/(t + 1), so add "
+             f"1/(t + 1) down the column, 1 + 1/2 + ... + 1/{T}."),
          (tril[:, 0].sum(), f"you counted the ones of tril: row t divides its ones by t + 1, so column 0 "
                             f"gets 1 + 1/2 + ... + 1/{T}."),
          (w[:-1, 0].sum(), f"an off-by-one: 1 + 1/2 + ... + 1/{T - 1} stops at row {T - 2}; rows go up to "
@@ -311,8 +318,8 @@ def ch2_symmetric(scores):
         "different pairs of vectors, since a token's query and its key come from different matrices.",
         {"a": f"q·k = k·q holds for one pair of vectors, but entry (5, 2) is q_5·k_2 and entry (2, 5) is "
               f"q_2·k_5, two different pairs ({grid[5, 2]:.2f} and {grid[2, 5]:.2f} here).",
-         "c": "the same x_i, but through two different matrices: q_i = x_i W_Qᵀ and k_i = x_i W_Kᵀ. Only with "
-              "W_K = W_Q (tied) would the grid be symmetric.",
+         "c": "the same x_i, but through two different matrices: q_i = x_i W_Q and k_i = x_i W_K, with "
+              "W_Q = query.weight.T. Only with W_K = W_Q (tied) would the grid be symmetric.",
          "b": "the grid is symmetric here; query i against key j equals query j against key i."})
 
 
@@ -360,21 +367,21 @@ def ch3_gradient(logits):
                                "e^z by the row's sum, which grows with it."),
          (even * (1 - even), "p(1 − p) = 0.25 is the largest the gradient gets, at equal logits (p = 0.5); "
                              f"here p = {p[0]:.4f}.")],
-        {"rel": 0.15}, hint="scientific notation such as 3e-4 is fine")
+        {"rel": 0.15}, hint="scientific notation such as 1e-5 is fine")
 
 
 # ---- chapter 4 ---------------------------------------------------------------------------------
 
 @question("ch4-row-one")
-def ch4_row_one(q, k, tril, b=0, i=1, j=0):
+def ch4_row_one(q, k, tril, b=0, i=2, j=0):
     s = q[b] @ k[b].T / math.sqrt(q.shape[-1])  # (T, T): scaled scores, before the mask
     future = tril == 0
     masked = s.masked_fill(future, float("-inf"))
     right = F.softmax(masked, dim=-1)[i, j]
     return number_question(
         "ch4-row-one", "4.1", f"weights[{b}, {i}, {j}], the weight query {i} gives key {j}", right,
-        f"the softmax of row {i}'s two finite scores, [{s[i, 0]:.2f}, {s[i, 1]:.2f}], gives key {j} "
-        f"{fmt(right)}; the −inf entries add e^−inf = 0 to the sum.",
+        f"the softmax of row {i}'s {i + 1} finite scores, [{', '.join(f'{v:.2f}' for v in s[i, :i + 1])}], "
+        f"gives key {j} {fmt(right)}; the −inf entries add e^−inf = 0 to the sum.",
         [(F.softmax(s, dim=-1)[i, j], "no mask: the future keys share the weight too, so every position sees "
                                       "the future; fill the scores above the diagonal with -inf."),
          (F.softmax(s, dim=-1).masked_fill(future, 0.0)[i, j],
@@ -388,11 +395,11 @@ def ch4_row_one(q, k, tril, b=0, i=1, j=0):
          (F.softmax(masked * math.sqrt(q.shape[-1]), dim=-1)[i, j],
           f"no 1/√d_k scaling: these scores are already divided by √d_k = √{q.shape[-1]}; take the softmax "
           "of the printed numbers as they are.")],
-        {"abs": 0.01})
+        {"abs": 0.004})  # two-decimal scores put the weight within 0.002; the mistakes lie 0.0085 apart
 
 
 @question("ch4-unmasked")
-def ch4_unmasked(q, k, tril, T=4):
+def ch4_unmasked(q, k, tril, T=3):
     s = q[0, :T] @ k[0, :T].T / math.sqrt(q.shape[-1])  # (T, T): the first T positions' scores
     future = tril[:T, :T] == 0
     masked = F.softmax(s.masked_fill(future, float("-inf")), dim=-1)

@@ -117,8 +117,13 @@ def test_check_names_every_stored_answer_and_says_when_none_matches(stem, config
         assert a["say"].startswith("✓ Right: " if a["right"] else "✗ ")
     if config["kind"] == "number":
         values = [a["value"] for a in config["answers"]]
-        for x in values:  # each stored number lies outside every other's tolerance
-            assert sum(questions.within(x, y, config["tolerance"]) for y in values) == 1, (qid, x)
+        wide = {k: 2 * t for k, t in config["tolerance"].items()}
+        for x in values:  # each stored number lies more than two tolerances from every other
+            assert sum(questions.within(x, y, wide) for y in values) == 1, (qid, x)
+        for example in re.findall(r"-?\d+(?:\.\d+)?(?:e-?\d+)?(?:/\d+)?", config.get("hint", "")):
+            n, _, d = example.partition("/")  # an example in the hint under the box is no stored answer
+            x = float(n) / float(d) if d else float(n)
+            assert not [y for y in values if questions.within(x, y, config["tolerance"])], (qid, example)
         none = max(abs(v) for v in values) * 3 + 7.5
         assert questions.check(qid, none).message == config["none"]
         tensor = questions.check(qid, torch.tensor(rights[0]["value"]))
@@ -146,6 +151,11 @@ def test_check_names_every_stored_answer_and_says_when_none_matches(stem, config
         assert sorted(a["choice"] for a in config["answers"]) == keys
         assert "is not one of the choices" in questions.check(qid, "z").message
         assert "letter of your choice" in questions.check(qid, 1).message
+        shown = repr(questions.Question(config)).splitlines()  # a kernel shows the options, lettered
+        listed = questions.check(qid, None).message.splitlines()
+        for o in config["options"]:
+            assert f"  ({o['key']}) {o['label']}" in shown and f"  ({o['key']}) {o['label']}" in listed
+        assert len(shown) == 1 + len(config["options"])  # the digest line and the options, nothing said of which is right
     said = questions.check(qid, None)
     assert said.right is None and "put your prediction in `answer`" in said.message
 
@@ -192,6 +202,7 @@ def test_no_output_above_or_in_a_question_prints_its_answer(stem):
         # at three significant digits or more: a 0.0003 printed above is another number that rounds alike
         printed = {f"{right:.3g}", f"{right:.4g}", questions.fmt(right)}
         printed |= {f"{right:.{n}f}" for n in (3, 4)} if abs(right) >= 0.1 else set()
+        printed = {p for p in printed if len(p.strip("-").replace(".", "").lstrip("0")) >= 3}  # "12" of 11.997: too short
         above = "".join("".join(o.get("text", "")) + "".join(o.get("data", {}).get("text/plain", ""))
                         for c in nb["cells"][: i + 1] for o in c.get("outputs", []))
         assert not [p for p in printed if p in above], (config["question"], printed)
@@ -208,3 +219,12 @@ def test_the_instructors_page_lists_every_question_with_its_number():
     for qid, config in asked.items():
         assert f"| {config['number']} `{qid}` |" in listed[qid]
         assert listed[qid].startswith(f"| {config['number'].split('.')[0]} |")
+
+
+def test_the_column_sum_of_one_gets_its_own_message():
+    """1 is the natural slip for w[:, 0].sum() (columns summing to one like rows): it is told so, alone."""
+    config = next(c for _, c in all_questions() if c["question"] == "ch1-column")
+    questions._asked["ch1-column"] = config
+    said = questions.check("ch1-column", 1)
+    assert said.right is False and said.message.startswith("✗ columns need not sum to one as rows do")
+    assert " Or: " not in said.message
