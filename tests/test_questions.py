@@ -75,7 +75,7 @@ def test_the_shown_digest_is_that_of_the_stored_answers(stem):
 def run_until_questions(stem):
     """Run the chapter's code cells in one namespace, as a kernel would, and return each question's config
     as ask() computes it when its cell is reached."""
-    ns, got = {}, {}
+    ns, got = {"__name__": "__main__"}, {}  # a kernel's namespace: classes defined here are __main__'s
     for cell in load(stem)["cells"]:
         if cell["cell_type"] != "code" or "bootstrap" in cell["metadata"].get("tags", []):
             continue
