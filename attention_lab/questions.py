@@ -269,7 +269,7 @@ def ch1_column(w):
     right = w[:, 0].sum()
     return number_question(
         "ch1-column", "1.2", "w[:, 0].sum(), the weight position 0 gets from all rows together", right,
-        f"row t gives each of its t + 1 positions 1/(t + 1), position 0 included, so column 0 adds "
+        f"row t shares its weight evenly over positions 0..t, 1/(t + 1) each, so column 0 adds "
         f"1 + 1/2 + ... + 1/{T} ≈ {fmt(right)}. Rows sum to one, columns need not: every later row sees "
         "position 0.",
         [(1, f"columns need not sum to one as rows do: row t gives position 0 the weight 1/(t + 1), so add "

@@ -11,9 +11,10 @@ counting.
 
 from __future__ import annotations
 
-from course.bench import keypress as bk
-import bench_pages
 import pytest
+
+from course.bench import keypress as bk
+from course.bench import pages as bench_pages
 
 # a slider (or a text box) and a canvas; `work` ms of busy work before each paint; `count` whether paints are counted
 PAGE = """<!doctype html><html><head><meta charset="utf-8"><title>fixture</title></head><body>
