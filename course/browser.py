@@ -109,6 +109,24 @@ ALL_RUN = f"""(() => {{ const p = {PANEL}; const k = p.sessionContext.session.ke
     .every(c => c.model.executionCount !== null); }})()"""
 
 
+
+def lab_tab(browser, lab: "LabServer", stem: str):
+    """A new 1280 x 900 tab for notebooks/<stem>.ipynb in ``lab``, not yet opened: (context, page, visit).
+    ?reset gives a fresh workspace, not the previous tab's open notebooks; the visit aborts and records
+    requests off localhost, and console errors too."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    return context, page, PageVisit(page, lab.url(f"lab/tree/notebooks/{stem}.ipynb?reset"))
+
+
+def run_all_cells(page, timeout_s: float) -> None:
+    """Run every cell of the open notebook and wait until each has run and the kernel is idle (the command
+    is not awaited: its promise settles only when every cell has run). Playwright's TimeoutError after
+    ``timeout_s`` seconds."""
+    page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+    page.wait_for_timeout(1000)
+    page.wait_for_function(ALL_RUN, timeout=timeout_s * 1000)
+
 class LabServer:
     """``jupyter lab`` from this environment, headless on a free port of 127.0.0.1, serving a copy of
     ``notebooks`` (a folder) from ``home/root/notebooks``, with its settings, runtime files and log

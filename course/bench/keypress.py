@@ -50,7 +50,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from course.bench import pages as bench_pages
-from course.browser import ALL_RUN, CHROMIUM, CHROMIUM_ARGS, PANEL, READY, LabServer, PageVisit
+from course.browser import (CHROMIUM, CHROMIUM_ARGS, PANEL, READY, LabServer, PageVisit, lab_tab,
+                            run_all_cells)
 from course.layout import HTML, LAUNCH
 
 VIEW_ENV = "ATTENTION_LAB_VIEW"  # attention_lab.explorers.view.VIEW_ENV: "page" or "core" in the kernels
@@ -187,16 +188,12 @@ def typing_keys(page, box) -> list[str]:
 
 def lab_chapter(browser, lab: LabServer, stem: str, presses: int, wait_s: float) -> Result:
     """Open notebooks/<stem>.ipynb in JupyterLab, run it, and time presses on its explorer."""
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    page = context.new_page()
-    visit = PageVisit(page, lab.url(f"lab/tree/notebooks/{stem}.ipynb?reset"))
+    context, page, visit = lab_tab(browser, lab, stem)
     try:
         page.goto(visit.url)
         page.wait_for_function(READY, timeout=90_000)
-        page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
-        page.wait_for_timeout(1000)
         try:
-            page.wait_for_function(ALL_RUN, timeout=RUN_ALL_S * 1000)
+            run_all_cells(page, RUN_ALL_S)
         except Exception:  # noqa: BLE001  playwright's own TimeoutError: say so, time the other chapters
             return Result(problem=f"its cells had not all run after {RUN_ALL_S} s")
         errors = page.evaluate(f"""{PANEL}.content.widgets.filter(c => c.model.type === 'code')

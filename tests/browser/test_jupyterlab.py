@@ -24,7 +24,7 @@ import time
 
 import nbformat
 import pytest
-from browsing import ALL_RUN, CHROMIUM, PANEL, READY, ROOT, SCREENSHOTS, LabServer, PageVisit, missing
+from browsing import CHROMIUM, LabServer, PANEL, READY, ROOT, SCREENSHOTS, lab_tab, missing, run_all_cells
 
 # three chapters by default (CI time): chapter 1; chapter 4, with a solution in text, code and text again and a
 # toggle; chapter 6, whose solutions print (the printing moves into their folded <details>) and whose explorer
@@ -86,11 +86,8 @@ def test_a_chapter_in_jupyterlab_reads_like_the_book(jupyterlab, browser, stem):
     text_solutions = markdown.count("<details>")
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
 
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    page = context.new_page()
-    # ?reset: a fresh workspace, not the previous test's open notebooks; requests off localhost are
-    # aborted and recorded, console errors too (no settle(): JupyterLab's network never goes idle)
-    visit = PageVisit(page, jupyterlab.url(f"lab/tree/notebooks/{stem}.ipynb?reset"))
+    # no settle(): JupyterLab's network never goes idle
+    context, page, visit = lab_tab(browser, jupyterlab, stem)
     try:
         started = time.monotonic()
         page.goto(visit.url)
@@ -108,10 +105,7 @@ def test_a_chapter_in_jupyterlab_reads_like_the_book(jupyterlab, browser, stem):
                if not (code and kind == "role") for m in p.finditer(text)]
         assert raw == [], f"raw MyST in the rendered notebook: {raw[:10]}"
 
-        # not awaited: the command's promise settles only when every cell has run
-        page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
-        page.wait_for_timeout(1000)
-        page.wait_for_function(ALL_RUN, timeout=300_000)
+        run_all_cells(page, 300)
         ran = time.monotonic() - started
         errors = page.evaluate(f"""{PANEL}.content.widgets.filter(c => c.model.type === 'code')
             .flatMap(c => c.model.outputs.toJSON()).filter(o => o.output_type === 'error')
@@ -320,15 +314,11 @@ def test_a_press_repaints_the_page_view_and_the_kernel_follows(jupyterlab, brows
     stem = "04_masking_the_future"
     if not (ROOT / "notebooks" / f"{stem}.ipynb").is_file():
         missing(f"notebooks/{stem}.ipynb does not exist: run `make launch`")
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    page = context.new_page()
-    visit = PageVisit(page, jupyterlab.url(f"lab/tree/notebooks/{stem}.ipynb?reset"))
+    context, page, visit = lab_tab(browser, jupyterlab, stem)
     try:
         page.goto(visit.url)
         page.wait_for_function(READY, timeout=90_000)
-        page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
-        page.wait_for_timeout(1000)
-        page.wait_for_function(ALL_RUN, timeout=300_000)
+        run_all_cells(page, 300)
         root = page.locator(".jp-OutputArea-output .attention-explorer[data-explorer]").first
         assert root.count() == 1, "no page view of the explorer rendered (anywidget's labextension missing?)"
         assert page.locator(".jp-OutputArea-output:has(.attention-explorer) img").count() == 0, \
