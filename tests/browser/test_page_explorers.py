@@ -358,14 +358,15 @@ def test_a_chapter_is_skipped_off_screen_and_its_anchors_and_words_still_land(br
         p.wait_for_timeout(300)
         assert p.evaluate(under) == before
         # anchors below the explorer (the last section too) and above it land at their heading, or, for
-        # a section too near the end to reach the top, with the page scrolled to its end
+        # a section too near the end to reach the top, on screen with the page scrolled to (within 120 px
+        # of) its end: a block below drawn after the jump may add its last few pixels of height
         for section in (far["below"], far["above"]):
             if section is None:
                 continue
             p.goto(book_url + path + "#" + section, wait_until="load")
             p.wait_for_timeout(800)
             y, at_end = p.evaluate(f"() => [document.querySelector('#{section} > :is(h1, h2, h3)').getBoundingClientRect().top,"
-                                   " scrollY + innerHeight >= document.documentElement.scrollHeight - 2]")
+                                   " scrollY + innerHeight >= document.documentElement.scrollHeight - 120]")
             assert 0 <= y <= 120 or (at_end and 0 <= y < 900), f"#{section}'s heading is at {y} px after the jump"
         # find-in-page reaches words in a block that has never been drawn
         p.goto(book_url + path, wait_until="load")
