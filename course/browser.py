@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -110,13 +111,25 @@ ALL_RUN = f"""(() => {{ const p = {PANEL}; const k = p.sessionContext.session.ke
 
 
 
-def lab_tab(browser, lab: "LabServer", stem: str):
-    """A new 1280 x 900 tab for notebooks/<stem>.ipynb in ``lab``, not yet opened: (context, page, visit).
+@contextmanager
+def lab_notebook(browser, lab: "LabServer", stem: str, failure_png: Path | None = None):
+    """notebooks/<stem>.ipynb opened in ``lab`` in a new 1280 x 900 tab, its kernel idle: yields (page, visit).
     ?reset gives a fresh workspace, not the previous tab's open notebooks; the visit aborts and records
-    requests off localhost, and console errors too."""
+    requests off localhost, and console errors too. An exception inside saves a screenshot to
+    ``failure_png`` (when given) before it goes on; the tab closes either way."""
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     page = context.new_page()
-    return context, page, PageVisit(page, lab.url(f"lab/tree/notebooks/{stem}.ipynb?reset"))
+    visit = PageVisit(page, lab.url(f"lab/tree/notebooks/{stem}.ipynb?reset"))
+    try:
+        page.goto(visit.url)  # no settle(): JupyterLab's network never goes idle
+        page.wait_for_function(READY, timeout=90_000)
+        yield page, visit
+    except Exception:
+        if failure_png is not None:
+            page.screenshot(path=str(failure_png))
+        raise
+    finally:
+        context.close()
 
 
 def run_all_cells(page, timeout_s: float) -> None:

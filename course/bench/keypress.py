@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from course.bench import pages as bench_pages
-from course.browser import (CHROMIUM, CHROMIUM_ARGS, PANEL, READY, LabServer, PageVisit, lab_tab,
+from course.browser import (CHROMIUM, CHROMIUM_ARGS, PANEL, LabServer, PageVisit, lab_notebook,
                             run_all_cells)
 from course.layout import HTML, LAUNCH
 
@@ -188,52 +188,53 @@ def typing_keys(page, box) -> list[str]:
 
 def lab_chapter(browser, lab: LabServer, stem: str, presses: int, wait_s: float) -> Result:
     """Open notebooks/<stem>.ipynb in JupyterLab, run it, and time presses on its explorer."""
-    context, page, visit = lab_tab(browser, lab, stem)
     try:
-        page.goto(visit.url)
-        page.wait_for_function(READY, timeout=90_000)
-        try:
-            run_all_cells(page, RUN_ALL_S)
-        except Exception:  # noqa: BLE001  playwright's own TimeoutError: say so, time the other chapters
-            return Result(problem=f"its cells had not all run after {RUN_ALL_S} s")
-        errors = page.evaluate(f"""{PANEL}.content.widgets.filter(c => c.model.type === 'code')
-            .flatMap(c => c.model.outputs.toJSON()).filter(o => o.output_type === 'error')
-            .map(o => o.ename + ': ' + o.evalue)""")
-        if errors:
-            return Result(problem=f"the notebook raised: {errors[0][:60]}")
-        explorer = page.locator(".jp-OutputArea-output:has(.attention-explorer)").first
-        if not explorer.count():
-            return Result(problem="no explorer rendered")
-        explorer.scroll_into_view_if_needed()
-        page.evaluate(_TIMER_JS)
-        view = explorer.locator(".attention-explorer[data-explorer]")
-        if view.count():  # the page view (attention_lab/explorers/view.py): the page's contract
-            view.evaluate(_WATCH_EVENT_JS)
-            if view.locator("input[type=range]").count():
-                label = view.locator(".explorer-range label").first.inner_text().strip()
-                control, keys, what = view.locator("input[type=range]").first, None, f"page view, slider {label}"
-                return Result(_press_all(page, control, presses, wait_s, keys, "page"), what=what)
-            if view.locator("input[type=text]").count():
-                control = view.locator("input[type=text]").first
-                keys = typing_keys(page, control)
-                return Result(_press_all(page, control, presses, wait_s, keys, "page"),
-                              what="page view, typing in the text box")
-            return Result(problem="its page view has no slider and no text box")
-        explorer.evaluate(_WATCH_IMG_JS)
-        if explorer.locator(".widget-slider").count():
-            label = explorer.locator(".widget-slider .widget-label").first.inner_text().strip()
-            control, keys, what = (explorer.locator(".widget-slider .noUi-handle").first, None,
-                                   f"core widgets, slider {label}")
-        elif explorer.locator("input[type=text]").count():
-            control = explorer.locator("input[type=text]").first
-            keys, what = typing_keys(page, control), "core widgets, typing in the text box"
-        else:
-            return Result(problem="its explorer has no slider and no text box")
-        return Result(_press_all(page, control, presses, wait_s, keys, "lab"), what=what)
+        with lab_notebook(browser, lab, stem) as (page, _):
+            return _time_lab_explorer(page, presses, wait_s)
     except TimeoutError as err:
         return Result(problem=str(err))
-    finally:
-        context.close()
+
+
+def _time_lab_explorer(page, presses: int, wait_s: float) -> Result:
+    """Run the open notebook's cells and time presses on its explorer (lab_chapter's body)."""
+    try:
+        run_all_cells(page, RUN_ALL_S)
+    except Exception:  # noqa: BLE001  playwright's own TimeoutError: say so, time the other chapters
+        return Result(problem=f"its cells had not all run after {RUN_ALL_S} s")
+    errors = page.evaluate(f"""{PANEL}.content.widgets.filter(c => c.model.type === 'code')
+        .flatMap(c => c.model.outputs.toJSON()).filter(o => o.output_type === 'error')
+        .map(o => o.ename + ': ' + o.evalue)""")
+    if errors:
+        return Result(problem=f"the notebook raised: {errors[0][:60]}")
+    explorer = page.locator(".jp-OutputArea-output:has(.attention-explorer)").first
+    if not explorer.count():
+        return Result(problem="no explorer rendered")
+    explorer.scroll_into_view_if_needed()
+    page.evaluate(_TIMER_JS)
+    view = explorer.locator(".attention-explorer[data-explorer]")
+    if view.count():  # the page view (attention_lab/explorers/view.py): the page's contract
+        view.evaluate(_WATCH_EVENT_JS)
+        if view.locator("input[type=range]").count():
+            label = view.locator(".explorer-range label").first.inner_text().strip()
+            control, keys, what = view.locator("input[type=range]").first, None, f"page view, slider {label}"
+            return Result(_press_all(page, control, presses, wait_s, keys, "page"), what=what)
+        if view.locator("input[type=text]").count():
+            control = view.locator("input[type=text]").first
+            keys = typing_keys(page, control)
+            return Result(_press_all(page, control, presses, wait_s, keys, "page"),
+                          what="page view, typing in the text box")
+        return Result(problem="its page view has no slider and no text box")
+    explorer.evaluate(_WATCH_IMG_JS)
+    if explorer.locator(".widget-slider").count():
+        label = explorer.locator(".widget-slider .widget-label").first.inner_text().strip()
+        control, keys, what = (explorer.locator(".widget-slider .noUi-handle").first, None,
+                               f"core widgets, slider {label}")
+    elif explorer.locator("input[type=text]").count():
+        control = explorer.locator("input[type=text]").first
+        keys, what = typing_keys(page, control), "core widgets, typing in the text box"
+    else:
+        return Result(problem="its explorer has no slider and no text box")
+    return Result(_press_all(page, control, presses, wait_s, keys, "lab"), what=what)
 
 
 # ---- the hosted book ------------------------------------------------------------------------------------

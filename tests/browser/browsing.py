@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 
 from course.browser import (ALL_RUN, CHROMIUM, CHROMIUM_ARGS, LAB_SETTINGS, LOCAL_HOSTS, PANEL,  # noqa: F401
-                            READY, UNRENDERED_VIEWS_JS, LabServer, PageVisit, free_port, lab_tab, run_all_cells)
+                            READY, UNRENDERED_VIEWS_JS, LabServer, PageVisit, free_port, lab_notebook,
+                            run_all_cells)
 from course.layout import HTML, ROOT
 
 SCREENSHOTS = ROOT / "_build" / "screenshots"

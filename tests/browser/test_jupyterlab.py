@@ -24,7 +24,7 @@ import time
 
 import nbformat
 import pytest
-from browsing import CHROMIUM, LabServer, PANEL, READY, ROOT, SCREENSHOTS, lab_tab, missing, run_all_cells
+from browsing import CHROMIUM, LabServer, PANEL, ROOT, SCREENSHOTS, lab_notebook, missing, run_all_cells
 
 # three chapters by default (CI time): chapter 1; chapter 4, with a solution in text, code and text again and a
 # toggle; chapter 6, whose solutions print (the printing moves into their folded <details>) and whose explorer
@@ -86,12 +86,8 @@ def test_a_chapter_in_jupyterlab_reads_like_the_book(jupyterlab, browser, stem):
     text_solutions = markdown.count("<details>")
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
 
-    # no settle(): JupyterLab's network never goes idle
-    context, page, visit = lab_tab(browser, jupyterlab, stem)
-    try:
-        started = time.monotonic()
-        page.goto(visit.url)
-        page.wait_for_function(READY, timeout=90_000)
+    started = time.monotonic()
+    with lab_notebook(browser, jupyterlab, stem, SCREENSHOTS / f"jupyterlab-{stem}-failure.png") as (page, visit):
         assert page.evaluate(f"{PANEL}.context.path") == f"notebooks/{stem}.ipynb"
         assert page.evaluate(f"{PANEL}.content.notebookConfig.windowingMode") == "none"
         page.wait_for_timeout(500)
@@ -192,13 +188,13 @@ def test_a_chapter_in_jupyterlab_reads_like_the_book(jupyterlab, browser, stem):
         readout = "; ".join(moved)
         print(f"\n{stem}: opened and ran in {ran:.1f} s; {len(exercises)} exercises, {len(folded)} folded code "
               f"solutions, {len(details)} folded answers; explorer {readout}: {before[:60]!r} -> {after[:60]!r}")
-        assert visit.third_party == [], f"JupyterLab asked other hosts for {visit.third_party[:5]}"
-        assert visit.console_errors == [], f"console errors: {visit.console_errors[:5]}"
-    except Exception:
-        page.screenshot(path=str(SCREENSHOTS / f"jupyterlab-{stem}-failure.png"))
-        raise
-    finally:
-        context.close()
+        _assert_clean(visit)
+
+
+def _assert_clean(visit) -> None:
+    """JupyterLab asked no other host for anything and logged no console error."""
+    assert visit.third_party == [], f"JupyterLab asked other hosts for {visit.third_party[:5]}"
+    assert visit.console_errors == [], f"console errors: {visit.console_errors[:5]}"
 
 
 _PRESSED_JS = "g => Array.from(g.querySelectorAll('button')).map(b => b.getAttribute('aria-pressed'))"
@@ -314,10 +310,8 @@ def test_a_press_repaints_the_page_view_and_the_kernel_follows(jupyterlab, brows
     stem = "04_masking_the_future"
     if not (ROOT / "notebooks" / f"{stem}.ipynb").is_file():
         missing(f"notebooks/{stem}.ipynb does not exist: run `make launch`")
-    context, page, visit = lab_tab(browser, jupyterlab, stem)
-    try:
-        page.goto(visit.url)
-        page.wait_for_function(READY, timeout=90_000)
+    with lab_notebook(browser, jupyterlab, stem,
+                      SCREENSHOTS / f"jupyterlab-{stem}-page-view-failure.png") as (page, visit):
         run_all_cells(page, 300)
         root = page.locator(".jp-OutputArea-output .attention-explorer[data-explorer]").first
         assert root.count() == 1, "no page view of the explorer rendered (anywidget's labextension missing?)"
@@ -353,10 +347,4 @@ def test_a_press_repaints_the_page_view_and_the_kernel_follows(jupyterlab, brows
         assert worst <= 1e-5, f"the view's weights differ from the kernel's ex.matrix by {worst:g}"
         print(f"\n{stem}: page view {first['values']} -> {shown['values']}; kernel followed, largest "
               f"difference {worst:.2g}")
-        assert visit.third_party == [], f"JupyterLab asked other hosts for {visit.third_party[:5]}"
-        assert visit.console_errors == [], f"console errors: {visit.console_errors[:5]}"
-    except Exception:
-        page.screenshot(path=str(SCREENSHOTS / f"jupyterlab-{stem}-page-view-failure.png"))
-        raise
-    finally:
-        context.close()
+        _assert_clean(visit)
