@@ -1,6 +1,6 @@
 """Questions that ask the reader to predict, then check the prediction, in the page or in a kernel.
 
-Each chapter asks two or three questions where its prose builds to them: a number to predict, a choice
+Each chapter asks two to four questions where its prose builds to them: a number to predict, a choice
 with its reason, or the cells of a grid to mark. A question cell calls :func:`ask` with the chapter's own tensors; the question's function
 below computes from them the right answer and the answer each listed mistake gives (no scaling, √C
 instead of √d_k, the mask after the softmax, an off-by-one, ...). What the cell shows is one line, a
@@ -560,3 +560,36 @@ def ch6_looks(trained, untrained):
          "c": f"evenly would be about {even:.2f} a key; the trained head keeps {own:.2f} on the current "
               f"character. Spreading the weight is the untrained head's habit ({u_own:.2f} on itself).",
          "d": f"the first character gets {first:.2f} of a row on average; the current one gets {own:.2f}."})
+
+
+@question("ch6-residual")
+def ch6_residual(residual, trained):
+    """``residual``, ``trained``: ResidualLM's and HeadLM's head weights on the windows, (n, T, T) each."""
+    p, h = (ws[:, -1].flip(-1).mean(0) for ws in (residual, trained))  # (T,) each: the last query, d back
+    T = len(p)
+    where = {"a": ("the current character", p[0]), "b": ("the character before", p[1]),
+             "d": (f"the first character, {T - 1} back", p[-1])}
+    best = max(where, key=lambda c: where[c][1])
+    right = best if where[best][1] > 1.5 / T else "c"
+    top = (f"{where[best][0]} gets the most, {where[best][1]:.3f}" if right != "c" else
+           f"no key gets much more than an even 1/{T}")
+    return choice_question(
+        "ch6-residual", "6.4", "With x also carried past the head, where does ResidualLM's head put the "
+                               "largest share of its last query's weight?",
+        {"a": "On the current character, as HeadLM's head does.",
+         "b": "On the character just before the query.",
+         "c": f"About evenly over the {T} characters of the window.",
+         "d": f"On the first character of the window, {T - 1} back."},
+        right,
+        f"the last query gives {p[1]:.3f} of its weight to the character before and {p[0]:.3f} to its own, "
+        f"where HeadLM's head gave {h[1]:.3f} and {h[0]:.3f}."
+        + (" The current character now reaches lm_head past the head, so the head is free to fetch the "
+           "one before it: a previous-character head." if right == "b" else ""),
+        {"a": f"HeadLM's head does that ({h[0]:.3f} on the current character), because there the head is the "
+              f"current character's only road to lm_head. Here x goes past the head as well, and the head "
+              f"keeps only {p[0]:.3f} on it; {top}.",
+         "b": f"the character before gets {p[1]:.3f}; {top}.",
+         "c": f"evenly would be about 1/{T} = {1 / T:.3f} a key, the untrained head's habit; {top}, "
+              f"{where[best][1] * T:.0f} times that.",
+         "d": f"that would be a head that reads the start of its window whatever the query; the first "
+              f"character gets {f'{p[-1]:.3f}' if p[-1] >= 5e-4 else 'less than 0.001'}, and {top}."})

@@ -228,3 +228,29 @@ def test_the_column_sum_of_one_gets_its_own_message():
     said = questions.check("ch1-column", 1)
     assert said.right is False and said.message.startswith("✗ columns need not sum to one as rows do")
     assert " Or: " not in said.message
+
+
+@pytest.mark.parametrize("peak, letter", [(1, "b"), (0, "a"), (None, "c"), (-1, "d")])
+def test_ch6_residual_takes_its_right_letter_from_the_weights_it_is_given(peak, letter):
+    """Question 6.4 reads the residual head's last query from its tensors: wherever that row peaks (one back,
+    on itself, nowhere, on the first key) becomes the right letter, and every message quotes the row."""
+    T = 32
+    last = torch.full((T,), 0.2 / (T - 1))  # (T,): weight d characters back
+    if peak is None:
+        last = torch.full((T,), 1 / T)
+    else:
+        last[peak] = 0.8
+    residual = torch.zeros(3, T, T)
+    residual[:, -1] = last.flip(-1)  # entry j of the last row is T - 1 - j back
+    trained = torch.zeros(3, T, T)
+    trained[:, -1, -1] = 1.0  # HeadLM's head, all on the current character
+    config = questions.ask("ch6-residual", residual=residual, trained=trained).config
+    right = next(a for a in config["answers"] if a["right"])
+    assert right["choice"] == letter
+    assert f"{last[1]:.3f} of its weight to the character before and {last[0]:.3f} to its own" in right["say"]
+    assert "previous-character head" in right["say"] if letter == "b" else "previous" not in right["say"]
+    wrong = {a["choice"]: a["say"] for a in config["answers"] if not a["right"]}
+    assert sorted(wrong) == sorted(set("abcd") - {letter})
+    if letter != "c":  # each wrong option names where the weight went
+        assert all(f"{last[peak]:.3f}" in say for say in wrong.values()), wrong
+    assert "a" not in wrong or "1.000 on the current character" in wrong["a"]  # HeadLM's habit, from its tensor

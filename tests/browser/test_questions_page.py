@@ -245,7 +245,8 @@ def test_screenshots_of_a_number_and_a_choice(browser, book_url, width, scheme):
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     for path, qid, entry in [("lessons/04_masking_the_future.html", "ch4-row-one", "0.1452"),
                              ("lessons/04_masking_the_future.html", "ch4-unmasked", [[0, 1], [0, 2], [1, 2]]),
-                             ("lessons/05_one_head.html", "ch5-longer", "b")]:
+                             ("lessons/05_one_head.html", "ch5-longer", "b"),
+                             ("lessons/06_trained_head.html", "ch6-residual", "a")]:
         context, v = open_page(browser, book_url + path, width, scheme)
         try:
             sel = f".attention-question[data-question='{qid}']"
