@@ -583,9 +583,9 @@ def ch6_residual(residual, trained):
         right,
         f"the last query gives {p[1]:.3f} of its weight to the character before and {p[0]:.3f} to its own, "
         f"where HeadLM's head gave {h[1]:.3f} and {h[0]:.3f}."
-        + (" The current character now reaches lm_head past the head, so the head is free to fetch the "
-           "one before it: a previous-character head." if right == "b" else ""),
-        {"a": f"HeadLM's head does that ({h[0]:.3f} on the current character), because there the head is the "
+        + (" The current character now reaches lm_head past the head, which leaves the head free to fetch "
+           "the one before it." if right == "b" else ""),
+        {"a": f"HeadLM's head does that ({h[0]:.3f} on the current character), where the head is the "
               f"current character's only road to lm_head. Here x goes past the head as well, and the head "
               f"keeps only {p[0]:.3f} on it; {top}.",
          "b": f"the character before gets {p[1]:.3f}; {top}.",

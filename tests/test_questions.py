@@ -248,7 +248,7 @@ def test_ch6_residual_takes_its_right_letter_from_the_weights_it_is_given(peak, 
     right = next(a for a in config["answers"] if a["right"])
     assert right["choice"] == letter
     assert f"{last[1]:.3f} of its weight to the character before and {last[0]:.3f} to its own" in right["say"]
-    assert "previous-character head" in right["say"] if letter == "b" else "previous" not in right["say"]
+    assert "free to fetch the one before" in right["say"] if letter == "b" else "fetch" not in right["say"]
     wrong = {a["choice"]: a["say"] for a in config["answers"] if not a["right"]}
     assert sorted(wrong) == sorted(set("abcd") - {letter})
     if letter != "c":  # each wrong option names where the weight went
