@@ -260,7 +260,7 @@ def check_score_parts(score_parts, model, ids):
 
     Tested on the model and ids given, and on their first 5 positions of 3 windows.
     Names: a mask applied, weights instead of scores, no 1/√head_size, the cross terms swapped, parts that
-    add up but are not the four, a part that differs.
+    add up but are not the four, a part that differs, a part of another dtype or device.
     """
     name = _name(score_parts)
     for case_ids in (ids, ids[:3, :5]):
@@ -271,9 +271,10 @@ def check_score_parts(score_parts, model, ids):
                 and all(isinstance(p, torch.Tensor) for p in parts)):
             _fail("parts/not-four", name=name, got=type(parts).__name__)
         shape = tuple(expected[0].shape)
-        for p in parts:
+        for label, p in zip(PART_LABELS, parts):
             if tuple(p.shape) != shape:
                 _fail("parts/shape", shape=shape, got=tuple(p.shape))
+            _fail_unless_float_cpu(p, what=f"the {label} part", where=f"ids of shape {tuple(case_ids.shape)}")
         got = [p.detach().double() for p in parts]
         future = torch.ones(shape[1:]).triu(1).bool()  # (T, T): the keys after each query
         past = torch.ones(shape[1:]).tril(-1).bool()  # (T, T): the keys before it
