@@ -531,6 +531,13 @@ def ch6_perplexity(losses, name="HeadLM", baseline="BigramLM"):
         {"rel": 0.02})
 
 
+def _most_weight(places: dict, even: float) -> tuple[str, str]:
+    """Chapter 6's "where does the weight go": (the letter of the place with the most weight, the right letter:
+    that one, or "c", about evenly, when it is not half again above ``even``, a key's share of an even row)."""
+    best = max(places, key=places.get)
+    return best, best if places[best] > 1.5 * even else "c"
+
+
 @question("ch6-looks")
 def ch6_looks(trained, untrained):
     """``trained``, ``untrained``: the two heads' weights for one line, (1, T, T) each."""
@@ -542,8 +549,7 @@ def ch6_looks(trained, untrained):
     u_own = profile(untrained[0])[0]
     T = w.shape[-1]
     even = sum(1 / (t + 1) for t in range(1, T)) / (T - 1)
-    best = max((own, "a"), (back, "b"), (first, "d"))
-    right = best[1] if best[0] > 1.5 * even else "c"
+    right = _most_weight({"a": own, "b": back, "d": first}, even)[1]
     return choice_question(
         "ch6-looks", "6.3", "Where does the trained head put most of a row's weight?",
         {"a": "On the current character, the query's own position.",
@@ -569,8 +575,7 @@ def ch6_residual(residual, trained):
     T = len(p)
     where = {"a": ("the current character", p[0]), "b": ("the character before", p[1]),
              "d": (f"the first character, {T - 1} back", p[-1])}
-    best = max(where, key=lambda c: where[c][1])
-    right = best if where[best][1] > 1.5 / T else "c"
+    best, right = _most_weight({c: w for c, (_, w) in where.items()}, 1 / T)
     top = (f"{where[best][0]} gets the most, {where[best][1]:.3f}" if right != "c" else
            f"no key gets much more than an even 1/{T}")
     return choice_question(
