@@ -262,6 +262,40 @@ def test_bad_text_gets_the_python_message_and_the_picture_stays(page, built, typ
         assert run(page, "head", "return X.weights();") == before
 
 
+# above T = 8 the cells are transparent over a canvas of one pixel a cell (engine/explorers.js)
+CANVAS_JS = """([name, T]) => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(() => {
+  const root = document.querySelector('#' + name + ' .attention-explorer'), canvas = root.querySelector('canvas');
+  const px = Array.from(canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height).data);
+  const box = r => { const b = r.getBoundingClientRect(); return [b.left, b.top, b.right, b.bottom]; };
+  const first = root.querySelector('td[data-i="0"][data-j="0"]'), last = root.querySelector(`td[data-i="${T - 1}"][data-j="${T - 1}"]`);
+  done({size: [canvas.width, canvas.height], px, canvas: box(canvas), first: box(first), last: box(last),
+        transparent: getComputedStyle(first).backgroundColor});
+})))"""
+
+
+@pytest.mark.parametrize("name, setting", [("average", {"T": 16}), ("average", {"T": 24}), ("masking", {"T": 23, "mask": True}),
+                                           ("masking", {"T": 31, "mask": False}), ("trained", {"text": "thou art a villain; and I"}),
+                                           ("head32", {"text": "You are all resolved rather to d", "head_size": 16})])
+def test_above_T_8_a_canvas_under_the_cells_holds_each_weights_colour(page, name, setting):
+    from matplotlib import colormaps
+
+    for key, value in setting.items():
+        assert run(page, name, "return X.set(arg[0], arg[1]);", [key, value]) == ""
+    w = as_matrix(run(page, name, "return X.weights();"))
+    T = len(w)
+    got = page.evaluate(CANVAS_JS, [name, T])
+    assert got["size"] == [T, T], f"{name}: a canvas of {got['size']} pixels for T={T}"
+    want = np.round(np.array(colormaps["viridis"](np.clip(w, 0, 1).astype(np.float32)))[..., :3] * 255)
+    drawn = np.array(got["px"], dtype=float).reshape(T, T, 4)
+    assert (drawn[..., 3] == 255).all()
+    off = np.abs(drawn[..., :3] - want).max(axis=-1)
+    assert off.max() <= 1, f"{name}: {int((off > 1).sum())} of {T * T} pixels are not their weight's colour"
+    # it lies under the cells, from the first cell's corner to the last's (within a pixel)
+    corners = got["first"][:2] + got["last"][2:]
+    assert np.abs(np.array(got["canvas"]) - np.array(corners)).max() <= 1, (got["canvas"], corners)
+    assert got["transparent"] in ("rgba(0, 0, 0, 0)", "transparent")
+
+
 def test_each_paint_counts_and_is_announced(page):
     got = page.evaluate("""() => new Promise(done => {
         const root = document.querySelector('#masking .attention-explorer'), before = Number(root.dataset.paints);

@@ -435,14 +435,14 @@
     }
 
     // -- the picture: a table of cells, rebuilt when its size or its tokens change, else recoloured
-    var table = null, cells = [], builtFor = "", canvas = null, place = null;
+    var table = null, cells = [], builtFor = "", canvas = null;
     var heat = el("div", { class: "explorer-heat" });
     var bar = el("div", { class: "explorer-colourbar", "aria-hidden": "true" });
     figure.append(heat, bar);
     if (spec.variance) figure.append(variancePanel(spec.variance));
 
     // the table grows and shrinks by rows and columns (typing adds one of each), never rebuilt whole
-    var headRow = null, tbody = null, colgroup = null, canvasFor = 0;
+    var headRow = null, tbody = null, colgroup = null;
     function cell(i, j) {
       return el("td", { role: "gridcell", tabindex: "-1", "data-i": i, "data-j": j });
     }
@@ -501,8 +501,9 @@
           }); });
         }
       }
-      // above T = 8 the colours are drawn on a canvas under the transparent cells: recolouring a
-      // thousand table cells costs the page a style pass, one canvas costs a few fillRects
+      // above T = 8 the colours are a canvas under the transparent cells, one pixel a cell, scaled
+      // up (course.css: pixelated): recolouring a thousand table cells costs the page a style pass,
+      // and a canvas of the cells' size a large bitmap to fill and hand to the compositor at each press
       if (T > ANNOTATE_MAX_T && !canvas) {
         canvas = el("canvas", { class: "explorer-canvas", "aria-hidden": "true" });
         heat.prepend(canvas);
@@ -510,7 +511,6 @@
         canvas.remove();
         canvas = null;
       }
-      if (canvasFor !== T) { place = null; canvasFor = T; }
       active = { i: Math.min(active.i, T - 1), j: Math.min(active.j, T - 1) };
       cells[active.i][active.j].tabIndex = 0;
     }
@@ -556,9 +556,10 @@
         builtFor = key;
       }
       var numbers = T <= ANNOTATE_MAX_T;
-      // a new T moves the cells: the canvas is then placed and drawn by the ResizeObserver below, after
-      // the frame's own layout, as reading the cells' places here would force a layout of its own
-      if (canvas && (place || !sizes)) drawCanvas(m);
+      // a new T moves the cells: the canvas is then placed by the ResizeObserver below, after the
+      // frame's own layout, as reading the cells' places here would force a layout of its own
+      if (canvas) drawCanvas(m);
+      if (canvas && !sizes) placeCanvas();
       for (var i = 0; i < T; i++) {
         for (var j = 0; j < T; j++) {
           var v = E.at(m, i, j), rgb = colourOf(v), td = cells[i][j], text = cellText(v);
@@ -588,33 +589,36 @@
       return true;
     }
 
-    // the canvas covers the cells: measured once per table (and again when the page's width changes)
+    // the canvas: T × T pixels, one a cell, in the colours of the table entries
+    var pixels = null;
     function drawCanvas(m) {
-      if (!place) {
-        var box = heat.getBoundingClientRect(), first = cells[0][0].getBoundingClientRect();
-        var last = cells[m.rows - 1][m.rows - 1].getBoundingClientRect();
-        place = { left: first.left - box.left + heat.scrollLeft, top: first.top - box.top,
-          width: last.right - first.left, height: last.bottom - first.top };
-        var scale = window.devicePixelRatio || 1;
-        canvas.style.left = place.left + "px";
-        canvas.style.top = place.top + "px";
-        canvas.style.width = place.width + "px";
-        canvas.style.height = place.height + "px";
-        canvas.width = Math.round(place.width * scale);
-        canvas.height = Math.round(place.height * scale);
+      var T = m.rows;
+      if (canvas.width !== T) {
+        canvas.width = canvas.height = T;
+        pixels = canvas.getContext("2d").createImageData(T, T);
       }
-      var g = canvas.getContext("2d"), T = m.rows, w = canvas.width / T, h = canvas.height / T;
       for (var i = 0; i < T; i++) {
         for (var j = 0; j < T; j++) {
-          var rgb = colourOf(E.at(m, i, j));
-          g.fillStyle = "rgb(" + rgb[0] + "," + rgb[1] + "," + rgb[2] + ")";
-          // whole device pixels, overlapping by one, so no seam shows between cells
-          g.fillRect(Math.floor(j * w), Math.floor(i * h), Math.ceil(w) + 1, Math.ceil(h) + 1);
+          var rgb = colourOf(E.at(m, i, j)), n = 4 * (i * T + j);
+          pixels.data[n] = rgb[0];
+          pixels.data[n + 1] = rgb[1];
+          pixels.data[n + 2] = rgb[2];
+          pixels.data[n + 3] = 255;
         }
       }
+      canvas.getContext("2d").putImageData(pixels, 0, 0);
+    }
+    // it covers the cells: placed after a layout that moved them (a new T, a new width)
+    function placeCanvas() {
+      var T = cells.length, box = heat.getBoundingClientRect(), first = cells[0][0].getBoundingClientRect();
+      var last = cells[T - 1][T - 1].getBoundingClientRect();
+      canvas.style.left = first.left - box.left + heat.scrollLeft + "px";
+      canvas.style.top = first.top - box.top + "px";
+      canvas.style.width = last.right - first.left + "px";
+      canvas.style.height = last.bottom - first.top + "px";
     }
     var sizes = window.ResizeObserver ? new ResizeObserver(function () {
-      if (canvas && shown) { place = null; drawCanvas(shown.matrix); }
+      if (canvas) placeCanvas();
     }) : null;
     if (sizes) {
       sizes.observe(heat);
