@@ -65,8 +65,15 @@ RAW_TEX_JS = r"""() => {
   const found = text.match(/\\\(|\\\)|\\\[|\\\]|\$\$|\$[^$\n]{0,80}\\[a-zA-Z]+[^$\n]{0,80}\$|\\(frac|sqrt|mathrm|text|top|sum|cdot|left|right)\b/g);
   return found || [];
 }"""
-# KaTeX's main font face (from the book's vendor/katex/fonts) loaded for the formulas on the page
-KATEX_FONT_JS = "() => [...document.fonts].some(f => f.family.replace(/\"/g, '') === 'KaTeX_Main' && f.status === 'loaded')"
+# KaTeX's main font face, asked for by name: the browser fetches a face only when text needs it, and a
+# formula far down the page may not have been laid out yet, so the test loads it itself; an empty list
+# or a failed face means the book's vendor/katex stylesheet or fonts are not served
+KATEX_FONT_JS = """async () => {
+  try {
+    const faces = await document.fonts.load('16px KaTeX_Main', 'x');
+    return faces.some(f => f.family.replace(/"/g, '') === 'KaTeX_Main' && f.status === 'loaded');
+  } catch (e) { return false; }
+}"""
 
 
 def test_math_and_widgets_render(page_view):
