@@ -247,7 +247,10 @@ def test_typed_numbers_apply_on_enter_and_bad_ones_get_a_message(page):
     assert page.inner_text(f"{sel} .explorer-message") == ""
 
 
-@pytest.mark.parametrize("typed, T", [("hé", None), ("", None), ("x" * 9, None), ("First", 7)])
+# the emoji cases: Python counts, names and sorts code points (JavaScript's strings are UTF-16 units); the
+# last two: a no-break space, a zero-width space, DEL and an astral control are named by their escapes
+@pytest.mark.parametrize("typed, T", [("hé", None), ("", None), ("x" * 9, None), ("First", 7), ("a😀b", None),
+                                      ("😀" * 5, None), ("😀Ａ", None), ("a\xa0b\u200b", None), ("\x7f\U000e0001", None)])
 def test_bad_text_gets_the_python_message_and_the_picture_stays(page, built, typed, T):
     ex = built["head"]
     run(page, "head", "X.set('text', 'ged, as '); return X.set('T', 8);")

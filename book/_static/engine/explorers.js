@@ -59,25 +59,27 @@
     return n + " " + word + (n === 1 ? "" : "s");
   }
 
-  /** Python's repr() of a str: single quotes unless it holds ' and no ", escapes as Python writes them. */
+  /** Python's repr() of a str: single quotes unless it holds ' and no ", and what Python does not count
+   * as printable (controls, format characters, spaces other than " ", unassigned) escaped as it does. */
+  var UNPRINTABLE = /[\p{Cc}\p{Cf}\p{Cs}\p{Co}\p{Cn}\p{Zl}\p{Zp}\p{Zs}]/u;
+  var ESCAPES = { "\\": "\\\\", "\n": "\\n", "\t": "\\t", "\r": "\\r" };
   function pyRepr(s) {
     var quote = s.indexOf("'") >= 0 && s.indexOf('"') < 0 ? '"' : "'";
     var out = "";
-    for (var i = 0; i < s.length; i++) {
-      var ch = s[i], code = s.charCodeAt(i);
-      if (ch === "\\") out += "\\\\";
+    for (var ch of s) {
+      var code = ch.codePointAt(0), hex = code.toString(16);
+      if (ESCAPES[ch]) out += ESCAPES[ch];
       else if (ch === quote) out += "\\" + ch;
-      else if (ch === "\n") out += "\\n";
-      else if (ch === "\t") out += "\\t";
-      else if (ch === "\r") out += "\\r";
-      else if (code < 32 || code === 127) out += "\\x" + (code < 16 ? "0" : "") + code.toString(16);
-      else out += ch;
+      else if (ch === " " || !UNPRINTABLE.test(ch)) out += ch;
+      else if (code < 0x100) out += "\\x" + hex.padStart(2, "0");
+      else if (code < 0x10000) out += "\\u" + hex.padStart(4, "0");
+      else out += "\\U" + hex.padStart(8, "0");
     }
     return quote + out + quote;
   }
 
   function sorted(chars) {  // Python's sorted() of one-character strings: by code point
-    return chars.slice().sort(function (a, b) { return a.charCodeAt(0) - b.charCodeAt(0); });
+    return chars.slice().sort(function (a, b) { return a.codePointAt(0) - b.codePointAt(0); });
   }
 
   // a character as the axes show it (attention_lab.plots.token_label)
@@ -92,8 +94,10 @@
     this.message = message;
   }
 
-  /** attention_lab.explorers._text_ids: the ids of a text, or BadInput saying what is wrong. */
-  function textIds(chars, blockSize, vocab) {
+  /** attention_lab.explorers._text_ids: the ids of a text, or BadInput saying what is wrong. Python
+   * counts code points, so the text is split into them first (an emoji is one character, not two). */
+  function textIds(text, blockSize, vocab) {
+    var chars = Array.from(text);
     if (!chars.length) {
       throw new BadInput("the text is empty: type at least one character (for example 'First Citizen:').");
     }
