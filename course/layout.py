@@ -24,7 +24,6 @@ PACKAGE = ROOT / "attention_lab"  # the helper package the chapters import
 DATA = PACKAGE / "data"
 HTML = ROOT / "_build" / "html"  # the built book
 CONFIG = ROOT / "_config.yml"
-PYPROJECT = ROOT / "pyproject.toml"
 INIT = PACKAGE / "__init__.py"
 README = ROOT / "README.md"
 CHANGELOG = ROOT / "CHANGELOG.md"

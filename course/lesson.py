@@ -35,7 +35,6 @@ class Cell:
     blocks: list[Block] = field(default_factory=list)  # a markdown cell's MyST blocks, top level
     directives: list[Directive] = field(default_factory=list)  # every directive, nested ones too
     exercise: int | None = None  # the index in Lesson.exercises of the exercise it belongs to
-    in_solution: bool = False  # between {solution-start} and {solution-end}, markers included
 
     @property
     def kind(self) -> str:
@@ -84,7 +83,7 @@ def read_lesson(nb, stem: str, name: str | None = None) -> Lesson:
     """Read a chapter's notebook once into a :class:`Lesson` (the notebook itself is not changed)."""
     chapter = chapter_of(stem)
     cells, labels, exercises = [], [], []
-    current, inside, k = None, False, 0
+    current, k = None, 0
     for index, node in enumerate(nb.cells):
         cell = Cell(index, node, tags_of(node))
         if node.cell_type == "markdown":
@@ -100,13 +99,6 @@ def read_lesson(nb, stem: str, name: str | None = None) -> Lesson:
                         number = f"{chapter}.{k}" if chapter is not None else None
                     exercises.append(Exercise(d.options.get("label"), number, index))
                     current = len(exercises) - 1
-                elif d.name == "solution-start":
-                    inside = True
-            cell.in_solution = inside or any(d.name == "solution-end" for d in cell.directives)
-            if any(d.name == "solution-end" for d in cell.directives):
-                inside = False
-        else:
-            cell.in_solution = inside
         cell.exercise = current
         if current is not None and node.cell_type == "code":
             exercise = exercises[current]
