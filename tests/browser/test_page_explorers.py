@@ -247,6 +247,102 @@ def test_typed_numbers_apply_on_enter_and_bad_ones_get_a_message(page):
     assert page.inner_text(f"{sel} .explorer-message") == ""
 
 
+@pytest.mark.parametrize("name, control, value, said", [
+    ("head", "seed", "-4", 'seed must be a whole number from 0 to 9223372036854775807; got "-4". Type a seed of 0 or more.'),
+    ("head", "seed", "99999999999999999999", "Type a smaller seed."),
+    ("trained", "trained", "yes", 'head must be one of true, false; got "yes".'),
+    ("scores", "head_size", 0, "d_k (head_size) must be a whole number from 1 to 128; got \"0\"."),
+    ("scores", "head_size", True, "d_k (head_size) must be a whole number from 1 to 128; got \"true\"."),
+    ("head", "text", 12, "text must be a string of characters; got 12."),
+    ("masking", "nope", 1, 'this explorer has no control "nope"; its controls are T, mask.'),
+])
+def test_set_checks_a_value_as_the_controls_do_and_keeps_the_last_one(page, name, control, value, said):
+    before = run(page, name, "return X.values();")
+    got = run(page, name, "return X.set(arg[0], arg[1]);", [control, value])
+    assert got.startswith("⚠ ") and said in got
+    assert run(page, name, "return X.values();") == before
+    assert run(page, name, "return X.set(arg[0], arg[1]);", [control, before.get(control, None)]) == "" or control == "nope"
+
+
+def test_set_takes_a_number_as_text_and_a_seed_as_text(page):
+    assert run(page, "masking", "return X.set('T', ' 3 ');") == ""
+    assert run(page, "masking", "return X.values().T;") == 3 and len(run(page, "masking", "return X.weights();")) == 3
+    assert run(page, "head", "return typeof X.values().seed;") == "string"
+    assert run(page, "head", "return X.set('seed', 42);") == "" and run(page, "head", "return X.values().seed;") == "42"
+    run(page, "head", "return X.set('seed', '1337');")
+
+
+def test_a_number_box_names_what_it_could_not_read(page):
+    # the browser gives "" for "--5" in a number box: the message must not say "got nothing"
+    number = "#scores .explorer-range:first-child input[type=number]"
+    page.fill(number, "")
+    page.type(number, "--5")
+    page.press(number, "Enter")
+    assert "got something that is not a number." in page.inner_text("#scores .explorer-message")
+    page.fill(number, "")
+    page.press(number, "Enter")
+    assert "got nothing." in page.inner_text("#scores .explorer-message")
+    page.fill(number, "16")
+    page.press(number, "Enter")
+    assert run(page, "scores", "return X.message();") == ""
+
+
+def test_while_the_text_is_wrong_the_message_says_the_picture_is_the_last_that_worked(page):
+    sel = "#head .attention-explorer"
+    run(page, "head", "X.set('text', 'ged, as '); return X.set('head_size', 16);")
+    said = run(page, "head", "X.set('text', 'héllo'); return X.set('head_size', 17);")
+    assert said.startswith("⚠ this character is not in the tiny-Shakespeare vocabulary: 'é'")
+    shown = page.inner_text(f"{sel} .explorer-message")
+    assert "still the last setting that worked" in shown and "d_k=16" in page.inner_text(f"{sel} .explorer-caption")
+    assert page.evaluate(f"getComputedStyle(document.querySelector('{sel} .explorer-heat')).opacity") == "0.7"
+    assert run(page, "head", "return X.set('text', 'ged, as ');") == ""
+    assert not page.is_visible(f"{sel} .explorer-message") and "d_k=17" in page.inner_text(f"{sel} .explorer-caption")
+    assert page.evaluate(f"getComputedStyle(document.querySelector('{sel} .explorer-heat')).opacity") == "1"
+
+
+def test_a_pasted_line_break_is_said_to_have_become_a_space(page):
+    # a paste as the browser delivers one (the page's file:// has no clipboard to press Ctrl+V on): the
+    # paste event with its data, then the text inserted, which a one-line box holds without line breaks
+    box = "#trained .explorer-text input[type=text]"
+    page.fill(box, "")
+    page.evaluate("""box => {
+        const el = document.querySelector(box), data = new DataTransfer();
+        data.setData('text/plain', 'What, ho!\\nAway');
+        el.focus();
+        el.dispatchEvent(new ClipboardEvent('paste', {clipboardData: data, bubbles: true, cancelable: true}));
+        document.execCommand('insertText', false, 'What, ho!\\nAway');
+    }""", box)
+    typed = page.input_value(box)
+    assert "\n" not in typed and run(page, "trained", "return X.values().text;") == typed
+    assert "the pasted line breaks became spaces" in page.inner_text("#trained .explorer-message")
+    page.focus(box)
+    page.keyboard.press("Backspace")  # the next picture clears the remark
+    assert page.inner_text("#trained .explorer-message") == ""
+    run(page, "trained", f"return X.set('line', {LINES[0]!r});")
+
+
+def test_the_trace_buttons_keep_focus_stop_at_the_edges_and_a_cell_cut_off_comes_back(page):
+    sel = "#masking .attention-explorer"
+    run(page, "masking", "return X.set('T', 8);")
+    page.click(f"{sel} td[data-i='0'][data-j='0']")
+    up, down = f"{sel} button[aria-label='query above']", f"{sel} button[aria-label='query below']"
+    assert page.get_attribute(up, "aria-disabled") == "true" and page.get_attribute(down, "aria-disabled") == "false"
+    page.focus(down)
+    for _ in range(7):
+        page.keyboard.press("Enter")  # the same button keeps the focus: seven presses, seven rows down
+    assert page.evaluate("document.activeElement.getAttribute('aria-label')") == "query below"
+    assert "Row 7 = query 7" in page.inner_text(f"{sel} .explorer-trace")
+    assert page.get_attribute(down, "aria-disabled") == "true"
+    page.keyboard.press("Enter")  # off the edge: nothing moves
+    assert "Row 7 = query 7" in page.inner_text(f"{sel} .explorer-trace")
+    run(page, "masking", "return X.set('T', 3);")
+    assert "Row 7, column 0 is not in this picture, which has 3 rows" in page.inner_text(f"{sel} .explorer-trace")
+    assert page.query_selector(f"{sel} td.is-open") is None and run(page, "masking", "return X.trace();") is None
+    run(page, "masking", "return X.set('T', 8);")
+    assert "Row 7 = query 7, column 0 = key 0" in page.inner_text(f"{sel} .explorer-trace")
+    assert page.get_attribute(f"{sel} td.is-open", "data-i") == "7"
+
+
 # the emoji cases: Python counts, names and sorts code points (JavaScript's strings are UTF-16 units); the
 # last two: a no-break space, a zero-width space, DEL and an astral control are named by their escapes
 @pytest.mark.parametrize("typed, T", [("hé", None), ("", None), ("x" * 9, None), ("First", 7), ("a😀b", None),

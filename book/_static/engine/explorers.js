@@ -10,9 +10,10 @@
  *
  * Every cell of a heatmap opens: click, tap or focus it (arrow keys move) and the trace panel says
  * how that number was made (attention.js's trace). After every paint the root's data-paints
- * counts up and it dispatches "explorer:painted" (course/bench/pages.py and the tests wait on it).
+ * counts up and it dispatches "explorer:painted" (course/bench/keypress.py and the tests wait on it).
  * root.attentionExplorer gives tests the numbers: values(), set(name, value), weights(), alt(),
- * message(), open(i, j) and the trace shown. window.AttentionExplorers.mount(root) mounts one root
+ * message(), open(i, j) and the trace shown. set() checks a value as the control's box does (accept)
+ * and returns "" or the message shown; a refused value leaves the explorer as it was. window.AttentionExplorers.mount(root) mounts one root
  * (JupyterLab's page view, attention_lab/explorers/view.py).
  */
 (function () {
@@ -129,6 +130,36 @@
 
   function toggle(name, label, options) {
     return { name: name, kind: "toggle", label: label, options: options };
+  }
+
+  var MAX_SEED = BigInt("9223372036854775807");
+
+  /** The value a control takes for ``raw`` (typed, or given to set()), or BadInput with the words its
+   * box shows. ``unreadable``: the browser could not read a number box's text as a number. */
+  function accept(c, raw, unreadable) {
+    var text = String(raw).trim();
+    if (c.kind === "range") {
+      var n = Number(text);
+      if (typeof raw === "string" || typeof raw === "number") {
+        if (!unreadable && text !== "" && Number.isInteger(n) && n >= c.min && n <= c.max) return n;
+      }
+      throw new BadInput(c.label + " must be a whole number from " + c.min + " to " + c.max + "; got " +
+        (unreadable ? "something that is not a number" : text === "" ? "nothing" : JSON.stringify(String(raw))) +
+        ". Type one in that range, or move the slider.");
+    }
+    if (c.kind === "seed") {
+      if (/^[0-9]+$/.test(text) && BigInt(text) <= MAX_SEED) return String(BigInt(text));
+      throw new BadInput("seed must be a whole number from 0 to " + MAX_SEED + "; got " + JSON.stringify(String(raw)) +
+        (/^[0-9]+$/.test(text) ? ". Type a smaller seed." : ". Type a seed of 0 or more."));
+    }
+    if (c.kind === "text") {
+      if (typeof raw === "string") return raw;
+      throw new BadInput(c.label + " must be a string of characters; got " + JSON.stringify(raw) + ".");
+    }
+    var names = c.options.map(function (opt) { return opt[1]; });  // a toggle or a menu: one of its options
+    if (names.indexOf(raw) >= 0) return raw;
+    throw new BadInput(c.label + " must be one of " + names.map(function (x) { return JSON.stringify(x); }).join(", ") +
+      "; got " + JSON.stringify(raw) + ".");
   }
 
   var EXPLORERS = {};
@@ -347,6 +378,9 @@
     root.textContent = "";
     var row = el("div", { class: "explorer-controls" });
     var messageArea = el("div", { class: "explorer-message", role: "status", "aria-live": "polite" });
+    var messageText = el("span"), staleNote = el("span", { class: "explorer-stale-note" });
+    messageArea.append(messageText, staleNote);
+    messageArea.hidden = true;
     var figure = el("div", { class: "explorer-figure" });
     var caption = el("p", { class: "explorer-caption", id: id + "-caption" });
     var tracePanel = el("div", { class: "explorer-trace", "aria-live": "polite", id: id + "-trace" });
@@ -355,10 +389,17 @@
     root.append(body);
 
     // -- controls: each sets one value, then the picture is drawn again
-    function showMessage(text) {
-      messageArea.textContent = text ? "⚠ " + text : "";
-      root.classList.toggle("has-message", !!text);
+    // a problem, with a note that the picture is still the last one that worked; or, with ``info``,
+    // a remark on a picture just drawn (a paste whose line breaks became spaces)
+    function showMessage(text, info) {
+      messageText.textContent = text ? (info ? "" : "⚠ ") + text : "";
+      staleNote.textContent = text && !info ? " The picture below is still the last setting that worked; it " +
+        "follows the controls again once this is fixed." : "";
+      messageArea.hidden = !text;
+      messageArea.classList.toggle("is-info", !!info);
+      root.classList.toggle("has-message", !!text && !info);
     }
+    var notice = "";  // shown once by the next picture drawn
 
     spec.controls.forEach(function (c) {
       var box = el("div", { class: "explorer-control explorer-" + c.kind }), cid = id + "-" + c.name;
@@ -368,15 +409,8 @@
         var number = el("input", { type: "number", min: c.min, max: c.max, step: 1, inputmode: "numeric",
           "aria-label": c.label + ", typed", class: "explorer-number" });
         track.addEventListener("input", function () { change(c.name, Number(track.value)); });
-        var typed = function () {
-          var text = number.value.trim(), n = Number(text);
-          if (text === "" || !Number.isInteger(n) || n < c.min || n > c.max) {
-            showMessage(c.label + " must be a whole number from " + c.min + " to " + c.max + "; got " +
-              (text === "" ? "nothing" : JSON.stringify(number.value)) + ". Type one in that range, or move the slider.");
-            return;
-          }
-          change(c.name, n);
-        };
+        // the browser gives "" for what it cannot read as a number (such as "--5"): badInput tells
+        var typed = function () { change(c.name, number.value, number.validity.badInput); };
         number.addEventListener("change", typed);
         number.addEventListener("keydown", function (ev) { if (ev.key === "Enter") { ev.preventDefault(); typed(); } });
         box.append(label, track, number);
@@ -410,20 +444,13 @@
         var box2 = el("input", { type: "text", id: cid, spellcheck: "false", autocomplete: "off",
           placeholder: c.placeholder || "" });
         if (c.kind === "seed") box2.setAttribute("inputmode", "numeric");
-        var apply = function () {
-          if (c.kind === "seed") {
-            var text = box2.value.trim();
-            if (!/^[0-9]+$/.test(text) || BigInt(text) > BigInt("9223372036854775807")) {
-              showMessage("seed must be a whole number from 0 to 9223372036854775807; got " +
-                JSON.stringify(box2.value) + ". Type a seed of 0 or more.");
-              return;
-            }
-            change(c.name, String(BigInt(text)));
-          } else {
-            change(c.name, box2.value);
-          }
-        };
+        var apply = function () { change(c.name, box2.value); };
         box2.addEventListener(c.kind === "seed" ? "change" : "input", apply);
+        box2.addEventListener("paste", function (ev) {
+          if (c.kind === "text" && /[\r\n]/.test(ev.clipboardData ? ev.clipboardData.getData("text") : "")) {
+            notice = "This box holds one line: the pasted line breaks became spaces (␣ on the axes).";
+          }
+        });
         box2.addEventListener("keydown", function (ev) { if (ev.key === "Enter") { ev.preventDefault(); apply(); } });
         box.append(el("label", { for: cid }, c.label), box2);
         inputs[c.name] = { set: function (v) { if (box2.value !== String(v)) box2.value = String(v); } };
@@ -431,7 +458,23 @@
       row.append(box);
     });
 
-    function change(name, value) {
+    // a control's new value, checked as its box checks it; then the picture is drawn again
+    var controlNamed = {};
+    spec.controls.forEach(function (c) {
+      controlNamed[c.name] = c;
+      if (c.name in values) values[c.name] = accept(c, values[c.name]);  // a seed is a string from the start
+    });
+    function change(name, raw, unreadable) {
+      var value;
+      try {
+        if (!controlNamed[name]) throw new BadInput("this explorer has no control " + JSON.stringify(name) + "; its controls are " +
+          Object.keys(controlNamed).join(", ") + ".");
+        value = accept(controlNamed[name], raw, unreadable);
+      } catch (err) {
+        if (!(err instanceof BadInput)) throw err;
+        showMessage(err.message);
+        return false;
+      }
       values[name] = value;
       var echo = spec.follow ? spec.follow(name, values) : null;
       Object.keys(echo || {}).forEach(function (other) { values[other] = echo[other]; });
@@ -548,11 +591,13 @@
         r = spec.compute(values);
       } catch (err) {
         if (!(err instanceof BadInput)) throw err;
+        notice = "";
         showMessage(err.message);  // the previous picture stays
         syncInputs();
         return false;
       }
-      showMessage("");
+      showMessage(notice, true);
+      notice = "";
       shown = r;
       var m = r.matrix, T = m.rows, key = T + "|" + (r.tokens || "");
       if (key !== builtFor) {
@@ -587,7 +632,8 @@
       if (spec.variance) moveMarker(values.head_size, r.variance);
       caption.textContent = "Showing: " + spec.alt(values, r);
       syncInputs();
-      if (opened) open(Math.min(opened.i, T - 1), Math.min(opened.j, T - 1), false);
+      if (opened && opened.i < T && opened.j < T) open(opened.i, opened.j, false);
+      else if (opened) showGone(opened.i, opened.j, T);
       root.dataset.paints = String(Number(root.dataset.paints || 0) + 1);
       root.dispatchEvent(new CustomEvent("explorer:painted", { bubbles: true }));
       return true;
@@ -736,18 +782,43 @@
           }
         }
       }
-      tracePanel.textContent = "";
-      var title = el("p", { class: "explorer-trace-title" }, "How this number was made");
-      var list = el("ul");
-      lines.forEach(function (line) { list.append(el("li", {}, line)); });
-      var nav = el("div", { class: "explorer-trace-moves", role: "group", "aria-label": "open a neighbouring cell" });
-      [["↑", "query above", -1, 0], ["↓", "query below", 1, 0], ["←", "key to the left", 0, -1], ["→", "key to the right", 0, 1]]
-        .forEach(function (m) {
-          var b = el("button", { type: "button", "aria-label": m[1] }, m[0]);
-          b.addEventListener("click", function () { open(active.i + m[2], active.j + m[3], false); });
-          nav.append(b);
-        });
-      tracePanel.append(title, list, nav);
+      traceLines(lines, i, j);
+    }
+
+    // a cell left open by a larger picture: said, and opened again when the picture has it once more
+    function showGone(i, j, T) {
+      Array.prototype.forEach.call(table.querySelectorAll(".is-open"), function (c) { c.classList.remove("is-open"); });
+      opened.trace = null;
+      traceLines(["Row " + i + ", column " + j + " is not in this picture, which has " + plural(T, "row") +
+        " and columns; it opens again when the picture has it. Click or focus a cell to open another."], -1, -1);
+    }
+
+    // the panel's title, lines and four move buttons; the buttons are made once, so one that is pressed
+    // keeps the keyboard's focus, and a move off the picture's edge is marked unavailable
+    var traceList = null, moveButtons = [];
+    function traceLines(lines, i, j) {
+      if (!traceList) {
+        var nav = el("div", { class: "explorer-trace-moves", role: "group", "aria-label": "open a neighbouring cell" });
+        [["↑", "query above", -1, 0], ["↓", "query below", 1, 0], ["←", "key to the left", 0, -1], ["→", "key to the right", 0, 1]]
+          .forEach(function (m) {
+            var b = el("button", { type: "button", "aria-label": m[1] }, m[0]);
+            b.move = m;
+            b.addEventListener("click", function () {
+              if (b.getAttribute("aria-disabled") !== "true") open(active.i + m[2], active.j + m[3], false);
+            });
+            moveButtons.push(b);
+            nav.append(b);
+          });
+        traceList = el("ul");
+        tracePanel.append(el("p", { class: "explorer-trace-title" }, "How this number was made"), traceList, nav);
+      }
+      traceList.textContent = "";
+      lines.forEach(function (line) { traceList.append(el("li", {}, line)); });
+      var T = shown.matrix.rows;
+      moveButtons.forEach(function (b) {
+        var to = [i + b.move[2], j + b.move[3]];
+        b.setAttribute("aria-disabled", String(i < 0 || to[0] < 0 || to[1] < 0 || to[0] >= T || to[1] >= T));
+      });
     }
 
     // -- chapter 3's second view: Var(q·k) against d_k, log-log, a ring at the current d_k
@@ -799,7 +870,7 @@
     // -- for tests and the benchmark
     root.attentionExplorer = {
       values: function () { return Object.assign({}, values); },
-      set: function (name, value) { var ok = change(name, value); return ok ? "" : messageArea.textContent; },
+      set: function (name, value) { var ok = change(name, value); return ok ? "" : messageText.textContent; },
       weights: function () {
         var m = shown.matrix, out = [];
         for (var i = 0; i < m.rows; i++) out.push(Array.prototype.map.call(m.data.subarray(i * m.cols, (i + 1) * m.cols),
@@ -807,7 +878,7 @@
         return out;
       },
       alt: function () { return spec.alt(values, shown); },
-      message: function () { return messageArea.textContent; },
+      message: function () { return messageText.textContent; },
       open: function (i, j) { open(i, j, true); return opened.trace; },
       trace: function () { return opened && opened.trace; }
     };
