@@ -391,7 +391,11 @@
     // -- controls: each sets one value, then the picture is drawn again
     // a problem, with a note that the picture is still the last one that worked; or, with ``info``,
     // a remark on a picture just drawn (a paste whose line breaks became spaces)
+    var said = "";
     function showMessage(text, info) {
+      var now = text ? (info ? "i" : "!") + text : "";
+      if (now === said) return;  // most paints have nothing to say: the page is then left untouched
+      said = now;
       messageText.textContent = text ? (info ? "" : "⚠ ") + text : "";
       staleNote.textContent = text && !info ? " The picture below is still the last setting that worked; it " +
         "follows the controls again once this is fixed." : "";
