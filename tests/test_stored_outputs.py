@@ -62,15 +62,14 @@ def test_make_outputs_rewrites_each_chapter_byte_for_byte(chapter, tmp_path):
     shutil.copy2(chapter, copy)
     nbtool.execute(copy)
     stored, fresh = chapter.read_text(), copy.read_text()
+    found = []
     if stored != fresh:
         found = differences(json.loads(stored), json.loads(fresh))
         # byte for byte but for the page configs' tensors: any other line that differs fails
-        lines = list(zip(stored.splitlines(), fresh.splitlines()))
-        if len(stored.splitlines()) != len(fresh.splitlines()) or any(
-                a != b and not a.lstrip().startswith('"b64": ') for a, b in lines):
-            found = found or ["the file's text differs outside the page configs' tensors"]
-    else:
-        found = []
+        old, new = stored.splitlines(), fresh.splitlines()
+        if not found and (len(old) != len(new) or any(a != b and not a.lstrip().startswith('"b64": ')
+                                                      for a, b in zip(old, new))):
+            found = ["the file's text differs outside the page configs' tensors"]
     if found:
         pytest.fail(f"{chapter.name}: `make outputs` would change the stored chapter ({'; '.join(found)}). "
                     "Run `make outputs` and commit, or find what makes the output depend on the machine.")

@@ -13,8 +13,9 @@
  * counts up and it dispatches "explorer:painted" (course/bench/keypress.py and the tests wait on it).
  * root.attentionExplorer gives tests the numbers: values(), set(name, value), weights(), alt(),
  * message(), open(i, j) and the trace shown. set() checks a value as the control's box does (accept)
- * and returns "" or the message shown; a refused value leaves the explorer as it was. window.AttentionExplorers.mount(root) mounts one root
- * (JupyterLab's page view, attention_lab/explorers/view.py).
+ * and returns "" or the message shown; a refused value leaves the explorer as it was.
+ * window.AttentionExplorers.mount(root) mounts one root (JupyterLab's page view,
+ * attention_lab/explorers/view.py).
  */
 (function () {
   "use strict";
@@ -68,15 +69,18 @@
     var quote = s.indexOf("'") >= 0 && s.indexOf('"') < 0 ? '"' : "'";
     var out = "";
     for (var ch of s) {
-      var code = ch.codePointAt(0), hex = code.toString(16);
       if (ESCAPES[ch]) out += ESCAPES[ch];
       else if (ch === quote) out += "\\" + ch;
       else if (ch === " " || !UNPRINTABLE.test(ch)) out += ch;
-      else if (code < 0x100) out += "\\x" + hex.padStart(2, "0");
-      else if (code < 0x10000) out += "\\u" + hex.padStart(4, "0");
-      else out += "\\U" + hex.padStart(8, "0");
+      else out += pyEscape(ch.codePointAt(0));
     }
     return quote + out + quote;
+  }
+
+  function pyEscape(code) {  // \xhh, \uhhhh or \Uhhhhhhhh, as repr() writes a character it does not print
+    var hex = code.toString(16);
+    return code < 0x100 ? "\\x" + hex.padStart(2, "0") : code < 0x10000 ? "\\u" + hex.padStart(4, "0")
+      : "\\U" + hex.padStart(8, "0");
   }
 
   function sorted(chars) {  // Python's sorted() of one-character strings: by code point
@@ -139,18 +143,17 @@
   function accept(c, raw, unreadable) {
     var text = String(raw).trim();
     if (c.kind === "range") {
-      var n = Number(text);
-      if (typeof raw === "string" || typeof raw === "number") {
-        if (!unreadable && text !== "" && Number.isInteger(n) && n >= c.min && n <= c.max) return n;
-      }
+      var n = Number(text), typed = typeof raw === "string" || typeof raw === "number";
+      if (typed && !unreadable && text !== "" && Number.isInteger(n) && n >= c.min && n <= c.max) return n;
       throw new BadInput(c.label + " must be a whole number from " + c.min + " to " + c.max + "; got " +
         (unreadable ? "something that is not a number" : text === "" ? "nothing" : JSON.stringify(String(raw))) +
         ". Type one in that range, or move the slider.");
     }
     if (c.kind === "seed") {
-      if (/^[0-9]+$/.test(text) && BigInt(text) <= MAX_SEED) return String(BigInt(text));
+      var digits = /^[0-9]+$/.test(text);
+      if (digits && BigInt(text) <= MAX_SEED) return String(BigInt(text));
       throw new BadInput("seed must be a whole number from 0 to " + MAX_SEED + "; got " + JSON.stringify(String(raw)) +
-        (/^[0-9]+$/.test(text) ? ". Type a smaller seed." : ". Type a seed of 0 or more."));
+        (digits ? ". Type a smaller seed." : ". Type a seed of 0 or more."));
     }
     if (c.kind === "text") {
       if (typeof raw === "string") return raw;
@@ -405,7 +408,10 @@
     }
     var notice = "";  // shown once by the next picture drawn
 
+    var controlNamed = {};
     spec.controls.forEach(function (c) {
+      controlNamed[c.name] = c;
+      if (c.name in values) values[c.name] = accept(c, values[c.name]);  // a seed is a string from the start
       var box = el("div", { class: "explorer-control explorer-" + c.kind }), cid = id + "-" + c.name;
       if (c.kind === "range") {
         var label = el("label", { for: cid }, c.label);
@@ -463,11 +469,6 @@
     });
 
     // a control's new value, checked as its box checks it; then the picture is drawn again
-    var controlNamed = {};
-    spec.controls.forEach(function (c) {
-      controlNamed[c.name] = c;
-      if (c.name in values) values[c.name] = accept(c, values[c.name]);  // a seed is a string from the start
-    });
     function change(name, raw, unreadable) {
       var value;
       try {
@@ -725,7 +726,7 @@
       var td = cells[i][j];
       td.tabIndex = 0;
       if (focus) td.focus();
-      Array.prototype.forEach.call(table.querySelectorAll(".is-open"), function (c) { c.classList.remove("is-open"); });
+      unmarkOpen();
       td.classList.add("is-open");
       opened = { i: i, j: j, trace: shown.result ? E.trace(shown.result, i, j, 3) : null };
       showTrace(i, j, opened.trace);
@@ -786,21 +787,26 @@
           }
         }
       }
-      traceLines(lines, i, j);
+      traceLines(lines, { i: i, j: j });
     }
 
     // a cell left open by a larger picture: said, and opened again when the picture has it once more
     function showGone(i, j, T) {
-      Array.prototype.forEach.call(table.querySelectorAll(".is-open"), function (c) { c.classList.remove("is-open"); });
+      unmarkOpen();
       opened.trace = null;
       traceLines(["Row " + i + ", column " + j + " is not in this picture, which has " + plural(T, "row") +
-        " and columns; it opens again when the picture has it. Click or focus a cell to open another."], -1, -1);
+        " and columns; it opens again when the picture has it. Click or focus a cell to open another."], null);
+    }
+
+    function unmarkOpen() {
+      Array.prototype.forEach.call(table.querySelectorAll(".is-open"), function (c) { c.classList.remove("is-open"); });
     }
 
     // the panel's title, lines and four move buttons; the buttons are made once, so one that is pressed
-    // keeps the keyboard's focus, and a move off the picture's edge is marked unavailable
+    // keeps the keyboard's focus, and a move off the picture's edge (or from no open cell, ``at`` null)
+    // is marked unavailable
     var traceList = null, moveButtons = [];
-    function traceLines(lines, i, j) {
+    function traceLines(lines, at) {
       if (!traceList) {
         var nav = el("div", { class: "explorer-trace-moves", role: "group", "aria-label": "open a neighbouring cell" });
         [["↑", "query above", -1, 0], ["↓", "query below", 1, 0], ["←", "key to the left", 0, -1], ["→", "key to the right", 0, 1]]
@@ -820,8 +826,8 @@
       lines.forEach(function (line) { traceList.append(el("li", {}, line)); });
       var T = shown.matrix.rows;
       moveButtons.forEach(function (b) {
-        var to = [i + b.move[2], j + b.move[3]];
-        b.setAttribute("aria-disabled", String(i < 0 || to[0] < 0 || to[1] < 0 || to[0] >= T || to[1] >= T));
+        var i = at ? at.i + b.move[2] : -1, j = at ? at.j + b.move[3] : -1;
+        b.setAttribute("aria-disabled", String(i < 0 || j < 0 || i >= T || j >= T));
       });
     }
 
