@@ -3,9 +3,9 @@
 Each chapter asks two to four questions where its prose builds to them: a number to predict, a choice
 with its reason, or the cells of a grid to mark. A question cell calls :func:`ask` with the chapter's own tensors; the question's function
 below computes from them the right answer and the answer each listed mistake gives (no scaling, √C
-instead of √d_k, the mask after the softmax, an off-by-one, ...). What the cell shows is one line, a
-digest of those answers, and under it a choice question's options, lettered, so a kernel can answer
-it: strict nbval compares that text, so the stored answers cannot drift from the code.
+instead of √d_k, the mask after the softmax, an off-by-one, ...). What the cell shows is one line that
+asks for the reader's prediction and ends with a check code, the digest of those answers, and under it
+a choice question's options, lettered, so a kernel can answer it: strict nbval compares that text, so the stored answers cannot drift from the code.
 The answers themselves ride in the output's metadata under ``PAGE_KEY``, as the explorers' page config
 does; ``book/_ext/page_explorers.py`` turns that output into the page's question, which
 ``book/_static/engine/questions.js`` answers with no kernel and nothing sent anywhere.
@@ -138,8 +138,10 @@ class Question:
 
     def __repr__(self) -> str:
         c = self.config
-        line = (f"Question {c['number']} ({c['question']}): {len(c['answers'])} answers stored, "
-                f"digest {digest(c)}; answer it in the next cell")
+        # the check code is the digest of the stored answers: strict nbval compares it, so the answers the
+        # page checks cannot drift from the code that computes them
+        line = (f"Question {c['number']}: write your prediction in the next cell as answer = ..., then run it. "
+                f"(check code {digest(c)})")
         return "\n".join([line, *options_text(c)])
 
     def _repr_mimebundle_(self, **kwargs):

@@ -40,10 +40,13 @@ def bootstrap_source() -> str:
         "import importlib.util, subprocess, sys\n"
         "\n"
         'if importlib.util.find_spec("attention_lab") is None:\n'
-        "    subprocess.run(\n"
+        "    done = subprocess.run(\n"
         f'        [sys.executable, "-m", "pip", "install", "--quiet", "attention_lab @ git+{url}@{release_ref()}"],\n'
-        "        check=True,\n"
-        "    )"
+        "        capture_output=True,\n"
+        "    )\n"
+        "    if done.returncode != 0:  # one line for the learner, not pip's and git's output\n"
+        '        raise SystemExit("Could not install the course\'s helper package attention_lab from GitHub: "\n'
+        '                         "check that this runtime is online, then run this cell again.")'
     )
 
 

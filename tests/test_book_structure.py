@@ -4,7 +4,10 @@ These read the committed files (notebooks, _toc.yml, _config.yml, references.bib
 outputs themselves are compared by strict nbval, and the built pages by tests/browser.
 """
 
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import nbformat
@@ -63,6 +66,18 @@ def test_chapter_opens_with_bootstrap_then_labelled_title(stem):
     m = re.match(r"\((ch-[a-z-]+)\)=\s*\n# (\d+)\. ", second.source)
     assert m, f"{stem}: the second cell is not a `(ch-...)=` label over `# N. Title`: {second.source[:80]!r}"
     assert int(m.group(2)) == int(stem[:2]), f"{stem}: its title is numbered {m.group(2)}"
+
+
+def test_the_bootstrap_cell_says_in_one_line_when_the_package_cannot_be_installed(tmp_path):
+    # as on a Colab runtime that is offline: no attention_lab to import (python -S: no site-packages) and an
+    # install that fails (a repository that is not there); pip's and git's output stay out of the learner's way
+    url, _ = layout.repository()
+    source = nbtool.bootstrap_source().replace(f"git+{url}@", f"git+file://{tmp_path}/no-such-repository@")
+    done = subprocess.run([sys.executable, "-S", "-c", source], capture_output=True, text=True, timeout=300,
+                          cwd=tmp_path, env={**os.environ, "PIP_NO_INDEX": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1"})
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr.splitlines() == ["Could not install the course's helper package attention_lab from GitHub: "
+                                        "check that this runtime is online, then run this cell again."]
 
 
 def test_chapter_labels_are_unique():

@@ -58,6 +58,16 @@ def test_the_readme_opens_for_learners():
     assert "CONTRIBUTING.md" in section(README, "For maintainers")
 
 
+def test_the_readme_gives_the_how_to_pages_own_install_command():
+    # one command, the same in both: the how-to page's Linux and macOS block, its line continuation joined
+    page = (ROOT / "book" / "how_to_run.md").read_text()
+    linux = re.findall(r"^```console\n(.*?)^```", page, re.M | re.S)[1].replace("\\\n", " ")
+    install = [" ".join(line.split()) for line in linux.splitlines() if "pip install" in line]
+    block = re.search(r"```bash\n(.*?)```", section(README, "Four ways in"), re.DOTALL).group(1)
+    assert install and [" ".join(line.split()) for line in block.splitlines() if "pip install" in line] == install
+    assert "jupyter lab notebooks/" in block and "jupyter lab notebooks/" in linux
+
+
 def test_total_time_is_the_sum_of_the_chapters_everywhere():
     times = chapter_times()
     total = f"about {hours(sum(a for a, _ in times))} to {hours(sum(b for _, b in times))}"

@@ -156,4 +156,13 @@ def test_the_documented_local_route_runs_a_chapter_from_a_fresh_clone(tmp_path):
         assert not [n for n in installed if n.startswith("nvidia-")], "CUDA libraries were installed"
     assert installed.get("jupyterlab") == "4.6.6" and "attention-lab" in installed
     assert not [n for n in TOOLCHAIN if n in installed], "the maintainers' toolchain was installed"
+    # everything installed is pinned there, at the version pinned (pip comes with the environment itself)
+    pinned = {}
+    for line in (ROOT / "requirements-learner.txt").read_text().splitlines():
+        m = re.match(r"^([A-Za-z0-9][\w.-]*)==([^\s;#]+)", line)
+        if m:
+            pinned[re.sub(r"[-_.]+", "-", m.group(1)).lower()] = m.group(2)
+    unpinned = {n: v for n, v in installed.items()
+                if n not in ("pip", "attention-lab") and pinned.get(n) != v.split("+")[0]}
+    assert not unpinned, f"installed but not pinned (at that version) in requirements-learner.txt: {unpinned}"
     print(f"installed {len(installed)} packages, environment {(work / 'venv_mb.txt').read_text().strip()} MB")

@@ -66,7 +66,7 @@ def test_each_chapter_asks_two_to_four_questions_each_followed_by_its_kernel_che
 def test_the_shown_digest_is_that_of_the_stored_answers(stem):
     for _, _, config, shown in question_cells(load(stem)):
         assert shown == repr(questions.Question(config))
-        assert f"digest {questions.digest(config)}" in shown
+        assert f"(check code {questions.digest(config)})" in shown
         changed = json.loads(json.dumps(config))
         changed["answers"][0]["say"] += "!"
         assert questions.digest(changed) != questions.digest(config)
@@ -206,7 +206,7 @@ def test_no_output_above_or_in_a_question_prints_its_answer(stem):
         above = "".join("".join(o.get("text", "")) + "".join(o.get("data", {}).get("text/plain", ""))
                         for c in nb["cells"][: i + 1] for o in c.get("outputs", []))
         assert not [p for p in printed if p in above], (config["question"], printed)
-        assert not re.search(r"\d\.\d", shown.split("digest")[0].split(")", 1)[1])
+        assert not re.search(r"\d\.\d", shown.split("(check code")[0].split(":", 1)[1])
 
 
 def test_the_instructors_page_lists_every_question_with_its_number():

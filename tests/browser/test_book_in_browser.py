@@ -12,7 +12,7 @@ import json
 from urllib.parse import unquote, urlsplit
 
 import pytest
-from browsing import AXE, HTML, UNRENDERED_VIEWS_JS, missing, chapter_pages
+from browsing import AXE, HTML, UNRENDERED_VIEWS_JS, chapter_pages, missing, open_page
 
 CHAPTERS = chapter_pages()
 AXE_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
@@ -175,17 +175,28 @@ def test_page_explorers_answer_the_keyboard(visit, path):
     assert report, f"{path}: explorers found but no visible slider or menu to move"
 
 
-def test_axe_wcag21aa_no_serious_or_critical(page_view):
-    v, path = page_view, page_view.path
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_axe_wcag21aa_no_serious_or_critical(page_view, scheme, browser, book_url):
+    path = page_view.path
     if not AXE.is_file():
         missing(f"{AXE} missing: run `npm ci`")
-    # blocks off screen are skipped until they come near (content-visibility: auto, page explorers); axe would
-    # judge their colours over whatever it finds at their unpainted place: draw them all, as a reader sees each
-    v.page.add_style_tag(content=".explorer-page * { content-visibility: visible !important; }")
-    v.page.add_script_tag(path=str(AXE))
-    result = v.page.evaluate(
-        "tags => axe.run(document, {runOnly: {type: 'tag', values: tags}, resultTypes: ['violations']})", AXE_TAGS
-    )
+    context, v = (None, page_view) if scheme == "light" else open_page(browser, book_url + path, 1280, scheme)
+    try:
+        # blocks off screen are skipped until they come near (content-visibility: auto, page explorers): axe
+        # would judge their colours over whatever it finds at their unpainted place, or not see them at all.
+        # Every block drawn, as a reader sees each once scrolled to it, and checked to be drawn
+        v.page.add_style_tag(content="* { content-visibility: visible !important; }")
+        skipped = v.page.evaluate("Array.from(document.querySelectorAll('*')).filter(e => "
+                                  "getComputedStyle(e).contentVisibility !== 'visible').length")
+        assert skipped == 0, f"{path}: {skipped} elements still skipped by content-visibility"
+        assert v.page.evaluate("document.documentElement.dataset.theme") == scheme
+        v.page.add_script_tag(path=str(AXE))
+        result = v.page.evaluate(
+            "tags => axe.run(document, {runOnly: {type: 'tag', values: tags}, resultTypes: ['violations']})",
+            AXE_TAGS)
+    finally:
+        if context is not None:
+            context.close()
     counts = {"minor": 0, "moderate": 0, "serious": 0, "critical": 0}
     bad = []
     for violation in result["violations"]:
@@ -194,8 +205,8 @@ def test_axe_wcag21aa_no_serious_or_critical(page_view):
             targets = [node["target"] for node in violation["nodes"][:3]]
             bad.append(f"{violation['id']} ({violation['impact']}, {len(violation['nodes'])} nodes): "
                        f"{violation['help']} e.g. {json.dumps(targets)}")
-    print(f"\naxe {path}: " + ", ".join(f"{k} {n}" for k, n in counts.items()))
-    assert bad == [], f"{path}: serious/critical WCAG 2.1 AA violations:\n" + "\n".join(bad)
+    print(f"\naxe {path} ({scheme}): " + ", ".join(f"{k} {n}" for k, n in counts.items()))
+    assert bad == [], f"{path} ({scheme}): serious/critical WCAG 2.1 AA violations:\n" + "\n".join(bad)
 
 
 # screenshots of every chapter in light and dark mode, at 1280 and 390 px, and the dark-mode pictures:
