@@ -11,7 +11,7 @@ STAMP  := $(VENV)/.installed
 VENV7  := .venv-ipyw7
 STAMP7 := $(VENV7)/.installed
 
-.PHONY: book test test-ipywidgets7 install outputs sync student bench clean vendor browser-test
+.PHONY: book test test-ipywidgets7 install outputs sync student clean vendor browser-test
 
 install: $(STAMP)
 
@@ -73,10 +73,6 @@ launch: install
 # instructors: student/NN_slug.ipynb and a zip per chapter, solutions removed
 student: install
 	$(BIN)/python -m course student
-
-# the explorers' speed: one update against a naive redraw, side by side in one run (figures in CONTRIBUTING.md)
-bench: install
-	$(BIN)/python -m course bench-explorers
 
 # keypress -> painted picture in a real JupyterLab (limit 50 ms) and in the built book (16.7 ms), median and
 # p90 per chapter, with the page weights (course/bench/keypress.py; several minutes; the page half needs

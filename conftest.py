@@ -17,7 +17,9 @@ import random
 # 292 s instead of 81 s; course/chapters.py gives `make outputs` the same setting
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-pytest_plugins = ["pytester"]  # tests/test_test_order.py runs small pytest sessions of its own
+# pytester: tests/test_test_order.py runs small pytest sessions of its own; tests/stored_outputs.py: every
+# chapter nbval runs must rewrite its stored file byte for byte, its kernel computing as an AVX2 machine does
+pytest_plugins = ["pytester", "tests.stored_outputs"]
 
 
 def pytest_addoption(parser):

@@ -47,6 +47,13 @@ def _stoi() -> dict[str, int]:
     return {ch: i for i, ch in enumerate(vocab())}
 
 
+# what encode says of characters outside the vocabulary; the explorers' messages say the same, in a kernel
+# and in the page (attention_lab.explorers.controls.MESSAGES), with {missing} their reprs, sorted
+NOT_IN_VOCAB = ("the tiny-Shakespeare vocabulary has no {missing}: use only the letters a-z and A-Z (no accents), "
+                "the digit 3, space, newline and {marks} (all {size} characters are listed by "
+                "attention_lab.text.vocab())")
+
+
 def encode(s: str) -> list[int]:
     """Map each character of ``s`` to its id in :func:`vocab`.
 
@@ -55,15 +62,8 @@ def encode(s: str) -> list[int]:
     stoi = _stoi()
     missing = sorted({ch for ch in s if ch not in stoi})
     if missing:
-        shown = ", ".join(repr(ch) for ch in missing)
         marks = "".join(ch for ch in vocab() if not ch.isalnum() and not ch.isspace())
-        # no full stop at the end: the head explorer adds one when it shows this message
-        raise ValueError(
-            f"{'this character is' if len(missing) == 1 else 'these characters are'} not in the "
-            f"tiny-Shakespeare vocabulary: {shown}; use only the letters a-z and A-Z (no accents), "
-            f"the digit 3, space, newline and {marks} (all {len(vocab())} characters are listed by "
-            f"attention_lab.text.vocab())"
-        )
+        raise ValueError(NOT_IN_VOCAB.format(missing=", ".join(map(repr, missing)), marks=marks, size=len(vocab())))
     return [stoi[ch] for ch in s]
 
 

@@ -5,13 +5,12 @@
     python -m course execute [NB ...]   # sync, run each in a fresh kernel, store outputs
     python -m course check              # fail if any of those is out of date
 
-`make outputs` runs `execute` on every chapter. Outputs are stored with widget state (so the static
-book can show the explorers) and with metadata that does not depend on the machine or the clock.
+`make outputs` runs `execute` on every chapter. Outputs are stored with metadata that does not depend on
+the machine or the clock, and with no widget state: the book draws the explorers from their configs.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -27,9 +26,7 @@ from course.notebook_file import read_notebook
 
 BOOTSTRAP_TAG = "bootstrap"
 KERNEL_TIMEOUT = 600
-WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
-MODEL_REF = re.compile(r"IPY_MODEL_([0-9a-f]{32})")
 
 
 def bootstrap_source() -> str:
@@ -138,10 +135,14 @@ def sync(nb: nbformat.NotebookNode) -> bool:
 
 
 def normalize(nb: nbformat.NotebookNode, stem: str) -> None:
-    """Drop what depends on the machine or the clock; give cells stable ids."""
+    """Drop what depends on the machine, the clock or the run; give cells stable ids.
+
+    No widget is stored: an explorer's output keeps its text, its picture for front ends without widgets and
+    its config (the book draws it from the config), and the widget view's model id, new at every run, goes.
+    """
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
     nb.metadata["language_info"] = {"name": "python", "pygments_lexer": "ipython3"}
-    for key in ("colab", "vscode", "papermill", "toc"):
+    for key in ("colab", "vscode", "papermill", "toc", "widgets"):
         nb.metadata.pop(key, None)
     for i, cell in enumerate(nb.cells):
         cell["id"] = f"{stem[:2]}-{i:03d}"
@@ -150,50 +151,12 @@ def normalize(nb: nbformat.NotebookNode, stem: str) -> None:
         if cell.cell_type != "code":
             cell.pop("outputs", None)
             cell.pop("execution_count", None)
-        else:
-            # a kernel splits one print into stream messages as its timing goes: join them
-            CoalesceStreamsPreprocessor().preprocess_cell(cell, {}, i)
-    stable_widget_ids(nb, stem)
-
-
-def stable_widget_ids(nb: nbformat.NotebookNode, stem: str) -> None:
-    """Rename every widget model id (a random uuid4 per run) to one derived from the chapter and its place.
-
-    Models are numbered in a fixed walk: the displayed views in cell order, each followed depth first by
-    the models its state refers to (children, layouts, jslink ends), in the order its state names them;
-    then the models nothing refers to (jslinks), ordered by their content. So re-executing an unchanged
-    chapter writes byte-for-byte the same ids, and `git diff lessons/` shows only real changes.
-    """
-    state = nb.metadata.get("widgets", {}).get(WIDGET_STATE, {}).get("state")
-    if not state:
-        return
-    order: list[str] = []
-
-    def visit(model_id: str) -> None:
-        if model_id in state and model_id not in order:
-            order.append(model_id)
-            for ref in MODEL_REF.findall(json.dumps(state[model_id], sort_keys=True)):
-                visit(ref)
-
-    for cell in nb.cells:
-        for out in cell.get("outputs", []):
-            view = out.get("data", {}).get(WIDGET_VIEW)
-            if view:
-                visit(view["model_id"])
-    while len(order) < len(state):
-        known = {old: f"#{n}" for n, old in enumerate(order)}
-
-        def content(model_id: str) -> str:
-            text = json.dumps(state[model_id], sort_keys=True)
-            return MODEL_REF.sub(lambda m: "IPY_MODEL_" + known.get(m.group(1), "?"), text)
-
-        visit(min((m for m in state if m not in known), key=content))
-    new = {old: hashlib.md5(f"{stem}/{n}".encode()).hexdigest() for n, old in enumerate(order)}
-    text = json.dumps({"cells": nb.cells, "widgets": nb.metadata["widgets"]})
-    text = re.sub(r"[0-9a-f]{32}", lambda m: new.get(m.group(0), m.group(0)), text)
-    renamed = json.loads(text)
-    nb.cells = nbformat.from_dict(renamed["cells"])
-    nb.metadata["widgets"] = nbformat.from_dict(renamed["widgets"])
+            continue
+        # a kernel splits one print into stream messages as its timing goes: join them
+        CoalesceStreamsPreprocessor().preprocess_cell(cell, {}, i)
+        for out in cell.outputs:
+            out.get("data", {}).pop(WIDGET_VIEW, None)
+            out.get("metadata", {}).pop(WIDGET_VIEW, None)  # Colab's widget manager, named where it runs
 
 
 def execute(path: Path) -> None:
@@ -210,18 +173,20 @@ def execute(path: Path) -> None:
         timeout=KERNEL_TIMEOUT,
         kernel_name="python3",
         resources={"metadata": {"path": str(path.parent)}},
-        store_widget_state=True,
         record_timing=False,
     )
-    # only the kernel's environment says so: explorers record their page configs for the book
-    # (attention_lab.explorers); the calling process, a test worker perhaps, keeps its own environment.
-    # One thread, as under nbval (conftest.py): the chapters' tensors are small, and two threads that wait
-    # on each other make chapter 6 several times slower on a loaded machine, with the same results
-    client.execute(env={**os.environ, "ATTENTION_LAB_STATIC": "1",
-                        "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")})
+    # one thread, as under nbval (conftest.py): the chapters' tensors are small, and two threads that wait on
+    # each other make chapter 6 several times slower on a loaded machine, with the same results
+    client.execute(env={**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")})
     normalize(nb, path.stem)
     nbformat.validate(nb)
-    nbformat.write(nb, path)
+    path.write_text(as_text(nb), encoding="utf-8")
+
+
+def as_text(nb: nbformat.NotebookNode) -> str:
+    """The notebook's file, as nbformat.write writes it (tests/stored_outputs.py compares with this)."""
+    text = nbformat.writes(nb)
+    return text if text.endswith("\n") else text + "\n"
 
 
 def add_arguments(parser) -> None:

@@ -109,75 +109,6 @@ def test_show_heatmaps_one_scale_per_kind():
     assert len(fig.axes) == 5  # three panels, one colour bar per kind
 
 
-def test_frame_redraws_only_what_changes_and_stamps_the_numbers():
-    fig = plots.new_figure((3.0, 3.0))
-    fig.subplots_adjust(left=0.15, right=0.85, bottom=0.15, top=0.95)
-    heat = plots.HeatmapArtist(fig.add_subplot(), stamped=True)
-    frame = plots.Frame(fig, [heat])
-    heat.update(causal_average(3))
-    first = frame.png()
-    assert frame.css_size == (240, 240)
-    img = PILImage.open(io.BytesIO(first))
-    assert img.size == (480, 480) and img.mode == "RGB"  # the frame is opaque: no alpha channel to carry
-    assert len(heat.ax.texts) == 0  # nothing for matplotlib to lay out: the numbers are stamped
-    stamped = [s for s in heat.stamps() if s[5] == "center"]
-    assert [s[2] for s in stamped[:3]] == ["1.00", "0.00", "0.00"]
-    heat.update(causal_average(4))
-    heat.update(causal_average(3))
-    assert frame.png() == first  # the background was restored: nothing of the 4x4 frame is left
-    webp = PILImage.open(io.BytesIO(frame.webp()))
-    np.testing.assert_array_equal(np.asarray(webp.convert("RGB")), np.asarray(img.convert("RGB")))
-
-
-def test_fast_png_is_a_valid_png_rgb_when_opaque_and_rgba_when_not():
-    rgba = np.zeros((3, 5, 4), np.uint8)
-    rgba[..., 0] = np.arange(5) * 50
-    rgba[..., 1] = np.arange(3)[:, None] * 70
-    rgba[..., 2] = 200
-    rgba[..., 3] = 255
-    img = PILImage.open(io.BytesIO(plots.fast_png(rgba)))
-    assert img.size == (5, 3) and img.mode == "RGB"
-    np.testing.assert_array_equal(np.asarray(img), rgba[..., :3])
-    rgba[1, 2, 3] = 128  # one translucent pixel: the alpha channel is kept
-    img = PILImage.open(io.BytesIO(plots.fast_png(rgba)))
-    assert img.mode == "RGBA"
-    np.testing.assert_array_equal(np.asarray(img), rgba)
-
-
-def full_draw(frame):
-    """What matplotlib itself draws for the frame's figure (image, spines, everything), with the
-    frame's stamped texts blended in as the frame blends them."""
-    frame.fig.canvas.draw()
-    rgba = np.asarray(frame.fig.canvas.buffer_rgba()).copy()
-    for heat in frame.heatmaps:
-        frame._stamper.stamp(rgba, heat.stamps())
-    return rgba
-
-
-@pytest.mark.parametrize("kind, matrices", [
-    ("weights", [causal_average(3), causal_average(9), torch.rand(5, 5), causal_average(3), causal_average(32)]),
-    # beyond the scale on both sides, -inf (grey) and nan (grey too), then a shape met before
-    ("scores", [torch.tensor([[9.0, float("-inf")], [-9.0, float("nan")]]), torch.randn(7, 7) * 3,
-                torch.tensor([[0.5, -0.5], [1.0, -1.0]])]),
-])
-def test_a_frame_paints_the_pixels_matplotlib_draws(kind, matrices):
-    # the cells are painted with numpy, not drawn by matplotlib: the picture must be matplotlib's, to the
-    # pixel, for every shape (new ones, and ones met before), on every matplotlib this course runs on
-    fig = plots.new_figure((3.3, 2.9))
-    fig.subplots_adjust(left=0.14, right=0.86, bottom=0.14, top=0.96)
-    heat = plots.HeatmapArtist(fig.add_subplot(), kind=kind, limit=4.0 if kind == "scores" else None, stamped=True)
-    frame = plots.Frame(fig, [heat])
-    for m in matrices:
-        heat.update(m)
-        painted = frame.pixels().copy()
-        expected = full_draw(frame)
-        differ = np.any(painted != expected, axis=2)
-        assert not differ.any(), f"{tuple(m.shape)}: {differ.sum()} pixels differ from matplotlib's drawing"
-        # and the cells really are coloured: near its corner, away from its number, cell (0, 0) has its colour
-        x, y = heat.ax.transData.transform((-0.35, -0.35))
-        assert tuple(painted[painted.shape[0] - int(y), int(x)][:3]) == tuple(heat.cell_colors()[0, 0][:3])
-
-
 def test_no_global_side_effects():
     import matplotlib.pyplot as plt
 
@@ -372,6 +303,6 @@ def test_every_name_read_from_plots_is_one_of_its_public_names():
                *(path for path in root.glob("attention_lab/**/*.py") if "plots" not in path.parts),
                *root.glob("book/_ext/*.py"), *root.glob("tests/**/*.py")]
     used = {name for path in sources for name in re.findall(r"\bplots\.([A-Za-z]\w*)", path.read_text())}
-    assert {"attention_heatmap", "Frame", "HeatmapArtist"} <= used
+    assert {"attention_heatmap", "show_heatmaps", "variance_panel"} <= used
     assert sorted(used - set(plots.__all__)) == []
     assert all(hasattr(plots, name) for name in plots.__all__)

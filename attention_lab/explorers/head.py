@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-import ipywidgets as widgets
 import torch
 import torch.nn as nn
-from attention_lab.controls import NumberBox, TextBox, a_kind, plural, slider, whole
-from attention_lab.explorers.base import C, BadInput, Explorer, _projections, _text_ids
-from attention_lab.explorers.learner import HANG_NOTE, _build_modules, _checked_weights, can_stop_a_hang
+
+from attention_lab.explorers import learner
+from attention_lab.explorers.base import (C, BadInput, Explorer, floats, head_weights, projections, text_ids,
+                                          vocabulary)
+from attention_lab.explorers.controls import (MAX_SEED, MESSAGES, a_kind, d_k, length, plural, say, seed_box,
+                                              text_box, whole)
 from attention_lab.reference import ReferenceHead
 from attention_lab.text import vocab
+
 
 def _start_sizes(start) -> tuple[int, int]:
     # the head_size and block_size of the chapter's (token_table, position_table, head), once checked
@@ -45,93 +48,92 @@ class HeadExplorer(Explorer):
     ``start=(token_table, position_table, head)`` starts on the chapter's own modules (their d_k and
     block size, shown for the starting seed).
 
-    A learner's ``Head`` that fails (raises, returns the wrong thing, runs past ``HEAD_TIME_LIMIT_S``)
-    is a message in the explorer, never an exception: the learner fixes it and builds the explorer
-    again. With ``static=True`` such a head draws no pictures in advance: the explorer is live only.
+    The page engine builds ReferenceHead's modules from a seed as torch does, so it draws any Head built
+    in the same order itself; the kernel runs the learner's ``Head`` (in a child process it can stop,
+    :mod:`~attention_lab.explorers.learner`) for every setting, checks its ``forward`` and sends the weights
+    of a Head the engine cannot rebuild. Whatever goes wrong with the learner's Head is a message.
     """
 
+    name = "head"
     label = "attention weights of one causal head"
+    caption = "attention weights of {who}, d_k={head_size}, seed={seed}, over the {n:character} {tokens!r}"
+    messages = {"kernel_only": "This explorer draws your own Head, which only a running kernel can compute: run the "
+                               "chapter's notebook to move it."}
     figsize = (4.1, 3.5)
 
     def __init__(self, Head=None, text="First Citizen:", head_size=16, block_size=32, seed=1337, start=None,
-                 max_head_size=128, static=None):
+                 max_head_size=128):
         if Head is not None and not callable(Head):
             raise ValueError(f"Head must be a class built as Head(C, head_size, block_size); got {Head!r}")
         self.Head, self.learner = Head or ReferenceHead, Head is not None
-        self.max_head_size = max_head_size = whole("max_head_size", max_head_size, 1, 1024)
-        seed, self._modules, self._start = whole("seed", seed, 0, 2**63 - 1), {}, None
+        self.start_may_fail = self.learner  # a Head that fails is a message, the learner fixes it and builds again
+        self.max_head_size = whole("max_head_size", max_head_size, 1, 1024)
+        seed, self._modules, self._start = whole("seed", seed, 0, MAX_SEED), {}, None
         if start is not None:
             head_size, block_size = _start_sizes(start)
-            self._modules[(head_size, seed)] = tuple(start)
+            self._start = (head_size, seed)
+            self._modules[self._start] = tuple(start)
         self.block_size = whole("block_size", block_size, 1, 256)
         try:
-            _text_ids(text, self.block_size)
+            text_ids(text, self.block_size)
         except BadInput as err:
             raise ValueError(str(err)) from None
-        n = len(text)
-        controls = {
-            "head_size": slider(whole("head_size", head_size, 1, max_head_size), 1, max_head_size, "d_k (head_size)"),
-            "T": slider(n, 1, self.block_size, "T (characters used)"),
-            "seed": NumberBox(value=seed, description="seed", layout=widgets.Layout(width="170px")),
-            "text": TextBox(value=text, description="text", placeholder="type characters of Shakespeare"),
-        }
-        controls["text"].observe(self._text_changed, names="value")
-        self._start = (head_size, seed) if start is not None else None  # kept in _modules for good
-        super().__init__(controls, static)
+        self.engine = not self.learner or self._learner_builds_like_reference()
+        controls = [d_k(self.max_head_size), length(self.block_size, "T (characters used)"), seed_box(),
+                    text_box("type characters of Shakespeare")]
+        values = {"head_size": whole("head_size", head_size, 1, self.max_head_size), "T": len(text),
+                  "seed": seed, "text": text}
+        super().__init__(controls, values)
+
+    def _learner_builds_like_reference(self) -> bool:
+        try:
+            return learner.run(learner.like_reference, self.Head, self.block_size)
+        except BadInput:  # the first picture says what is wrong
+            return False
 
     def page(self):
-        # the page builds a head from a seed as torch does (engine/attention.js, buildHead), in
-        # ReferenceHead's order: key, query, value. A Head built otherwise has no page config: the
-        # book then shows this explorer's saved picture, and says so
-        probe = [_build_modules(H, 3, self.block_size, 0) for H in (self.Head, ReferenceHead)]
-        parts = [[*mods[:2], mods[2].key, mods[2].query, mods[2].value] for mods in probe]
-        if not all(isinstance(a, nn.Module) and torch.equal(a.weight, b.weight) for a, b in zip(*parts)):
-            raise BadInput(f"{getattr(self.Head, '__name__', 'Head')} does not build its key, query and value "
-                           "as ReferenceHead does (three nn.Linear(C, head_size, bias=False), in that order)")
-        config = {"block_size": self.block_size, "max_head_size": self.max_head_size, "vocab": "".join(vocab()),
-                  "who": self._who()}
+        config = {"block_size": self.block_size, **vocabulary(), "engine": self.engine, "kernel": self.learner}
         if self._start is not None:  # the chapter's own modules: their projections per character and position
             tok, pos, head = self._modules[self._start]
-            with torch.no_grad():
-                config["start"] = {"head_size": self._start[0], "seed": str(self._start[1]),
-                                   **_projections(tok.weight, pos.weight, head)}
+            config["start"] = {"head_size": self._start[0], "seed": str(self._start[1]),
+                               **projections(tok.weight, pos.weight, head)}
         return config
 
-    def _who(self) -> str:
-        return f"a {getattr(self.Head, '__name__', 'Head')}" if self.learner else "one causal head"
+    def constants(self):
+        return {"who": f"a {getattr(self.Head, '__name__', 'Head')}" if self.learner else "one causal head"}
 
-    def _text_changed(self, change):
-        # T follows the text's length when the explorer can draw the text, so typing extends the
-        # picture; a text it cannot draw leaves T as the picture still shown has it
-        try:
-            _text_ids(change["new"], self.block_size)
-        except BadInput:
-            return
-        self.set_quietly("T", len(change["new"]))
+    def follow(self, name, values):
+        # T follows a text the explorer can draw, so typing extends the picture
+        if name == "text":
+            try:
+                return {"T": len(text_ids(values["text"], self.block_size))}
+            except BadInput:
+                pass
+        return {}
 
     def compute(self, values):
-        d = whole("d_k", values["head_size"], 1, self.max_head_size, BadInput, "Move the d_k slider.")
-        seed = whole("seed", values["seed"], 0, 2**63 - 1, BadInput, "Type a seed of 0 or more.")
-        ids = _text_ids(values["text"], self.block_size)
-        T = whole("T", values["T"], 1, self.block_size, BadInput, f"Pick T from 1 to block_size={self.block_size}.")
+        d, seed, T = values["head_size"], int(values["seed"]), values["T"]
+        ids = text_ids(values["text"], self.block_size)
         if T > len(ids):
-            raise BadInput(f"T={T} but the text has only {plural(len(ids), 'character')}: type more text or lower T.")
-        try:
-            if (d, seed) not in self._modules:  # the chapter's own modules (start) stay, whatever comes after
-                kept = {k: m for k, m in self._modules.items() if k != self._start}
-                self._modules = {**({self._start: self._modules[self._start]} if self._start else {}),
-                                 **dict(list(kept.items())[-7:]), (d, seed): _build_modules(
-                                     self.Head, d, self.block_size, seed)}  # the last eight (d_k, seed)
-            tok, pos, head = self._modules[(d, seed)]
+            raise BadInput(say(MESSAGES["T_above_text"], T=T, n=len(ids)))
+        ids = ids[:T]
+        if (d, seed) == self._start or not self.learner:
             with torch.no_grad():
-                x = tok(torch.tensor([ids[:T]])) + pos(torch.arange(T))  # (1, T, C) + (T, C) -> (1, T, C)
-                weights = _checked_weights(head, x, self.learner)  # (1, T, T)
-        except BadInput as err:
-            if self.learner and not can_stop_a_hang():  # nothing stops a Head that never returns here
-                raise BadInput(f"{err} {HANG_NOTE}") from None
-            raise
-        return {"matrix": weights[0].numpy(), "tokens": values["text"][:T]}
+                parts = self._reference_parts(d, seed, ids)
+        else:
+            parts = learner.run(learner.one_setting, self.Head, d, self.block_size, seed, ids)
+        result = {"matrix": parts["weights"].numpy(), "tokens": values["text"][:T], "fields": {"n": T}}
+        if self.learner:  # what the view draws for a Head the page cannot rebuild, and the trace's numbers
+            result["parts"] = {name: floats(t) for name, t in parts.items()}
+        return result
 
-    def alt(self, values, result):
-        return (f"attention weights of {self._who()}, d_k={values['head_size']}, seed={values['seed']}, over the "
-                f"{plural(len(result['tokens']), 'character')} {result['tokens']!r}")
+    def _reference_parts(self, d: int, seed: int, ids: list[int]) -> dict:
+        # the chapter's own modules, or ReferenceHead's built from the seed (the last eight kept)
+        if (d, seed) not in self._modules:
+            kept = [k for k in self._modules if k != self._start][-7:]
+            self._modules = {k: self._modules[k] for k in ([self._start] if self._start else []) + kept}
+            self._modules[(d, seed)] = learner.build(ReferenceHead, d, self.block_size, seed)
+        tok, pos, head = self._modules[(d, seed)]
+        x = tok(torch.tensor([ids])) + pos(torch.arange(len(ids)))  # (1, T, C) + (T, C) -> (1, T, C)
+        return {"weights": head_weights(head, x)[0], "q": head.query(x)[0], "k": head.key(x)[0],
+                "v": head.value(x)[0]}

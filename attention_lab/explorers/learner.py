@@ -1,82 +1,53 @@
-"""A learner's ``Head`` in chapter 5's explorer: built and run with a time limit, its output checked
-against ``weights @ value(x)``; whatever goes wrong becomes a :class:`BadInput` message."""
+"""A learner's ``Head`` in chapter 5's explorer: built and run in a child process that is stopped after
+:data:`HEAD_TIME_LIMIT_S`, so a loop that never ends (even one that catches every exception) cannot hang
+the kernel. Whatever goes wrong becomes a :class:`~attention_lab.explorers.controls.BadInput` message.
+
+Where the system has no ``fork`` (Windows) the Head runs in the kernel itself and nothing can stop it:
+the messages then say to interrupt the kernel (:data:`HANG_NOTE`).
+"""
 
 from __future__ import annotations
 
-import contextlib
+import base64
+import io
+import json
+import os
+import select
 import signal
-import threading
+import sys
 import time
 
+import numpy as np
 import torch
 import torch.nn as nn
-from attention_lab.controls import a_kind
-from attention_lab.explorers.base import C, BadInput, head_weights
+
+from attention_lab.explorers.base import C, head_weights
+from attention_lab.explorers.controls import BadInput, a_kind
+from attention_lab.reference import ReferenceHead
 from attention_lab.text import vocab
 
-# a learner's Head(...) or forward that runs longer than this is stopped, where it can be (see below)
 HEAD_TIME_LIMIT_S = 2.0
 HANG_NOTE = "If your Head ever hangs, interrupt the kernel (Kernel ▸ Interrupt), fix it and build the explorer again."
-
-
-class _TooSlow(BaseException):
-    # a BaseException, as KeyboardInterrupt is: a learner's own `except Exception` cannot swallow it
-    pass
+PARTS = ("key", "query", "value")
 
 
 def can_stop_a_hang() -> bool:
-    """True where a learner's Head call can be stopped after ``HEAD_TIME_LIMIT_S``: a ``SIGALRM`` timer
-    exists (Linux, macOS, not Windows) and this is the main thread (the only one that receives it)."""
-    return hasattr(signal, "SIGALRM") and threading.current_thread() is threading.main_thread()
+    """True where a learner's Head runs in a child process that can be stopped (``os.fork`` exists)."""
+    return hasattr(os, "fork")
 
 
-@contextlib.contextmanager
-def _time_limit(seconds: float):
-    # raise _TooSlow in the block after `seconds`; the previous SIGALRM handler and timer are restored
-    if not can_stop_a_hang():
-        yield
-        return
-
-    def stop(signum, frame):
-        raise _TooSlow
-
-    previous = signal.signal(signal.SIGALRM, stop)
-    started = time.monotonic()
-    delay, interval = signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        try:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-        finally:  # restored even if the alarm rang just before it was stopped
-            signal.signal(signal.SIGALRM, signal.SIG_DFL if previous is None else previous)
-            if delay:  # someone else's timer: what was left of it
-                signal.setitimer(signal.ITIMER_REAL, max(delay - (time.monotonic() - started), 1e-6), interval)
-
-
-def _learner_call(what: str, fn, *args):
-    # fn(*args), a learner's code: stopped with a message past HEAD_TIME_LIMIT_S where that is possible
-    try:
-        with _time_limit(HEAD_TIME_LIMIT_S):
-            return fn(*args)
-    except _TooSlow:
-        raise BadInput(f"{what} ran for more than {HEAD_TIME_LIMIT_S:g} s and was stopped: look for a loop that "
-                       "never ends, or for far more work than the few matrix products of Fig. 6. The kernel is "
-                       "fine: fix it, then build the explorer again.") from None
-
-
-def _build_modules(Head, d: int, block_size: int, seed: int):
-    # (token table, position table, head) under the seed, the notebook's random stream left alone;
-    # whatever a learner's constructor does wrong becomes a message
+def build(Head, d: int, block_size: int, seed: int):
+    """(token table, position table, head) under ``seed``, the notebook's random stream left alone; a
+    constructor that fails is a message."""
+    if isinstance(Head, nn.Module):
+        raise BadInput(f"Head is {a_kind(Head)} that is already built: pass the class itself, Head=Head, not "
+                       "Head(C, head_size, block_size); the explorer builds one for each d_k and seed.")
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         tok = nn.Embedding(len(vocab()), C)  # (vocab, C)
         pos = nn.Embedding(block_size, C)  # (block_size, C)
         try:
-            return tok, pos, _learner_call(f"your Head(C={C}, head_size={d}, block_size={block_size})",
-                                           Head, C, d, block_size)
-        except BadInput:
-            raise
+            return tok, pos, Head(C, d, block_size)
         except NotImplementedError as err:
             raise BadInput(f"your Head is not written yet ({err}). Finish it, then build the explorer again.") from None
         except Exception as err:  # noqa: BLE001
@@ -84,50 +55,160 @@ def _build_modules(Head, d: int, block_size: int, seed: int):
                            f"{err}. Fix Head.__init__ and build the explorer again.") from None
 
 
-def _checked_weights(head: nn.Module, x: torch.Tensor, learner: bool) -> torch.Tensor:
-    # the weights from the head's parts; a learner's forward must return weights @ value(x)
-    missing = [n for n in ("key", "query", "value", "tril") if not hasattr(head, n)]
+def like_reference(Head, block_size: int) -> bool:
+    """True when ``Head`` builds its key, query, value and tril as :class:`ReferenceHead` does (three
+    ``nn.Linear(C, head_size, bias=False)`` in that order, a causal tril): the page engine, which builds
+    heads from a seed as torch does, then draws the same weights."""
+    mine, ref = build(Head, 3, block_size, 0)[2], build(ReferenceHead, 3, block_size, 0)[2]
+    for part in PARTS:
+        a, b = getattr(mine, part, None), getattr(ref, part)
+        if not isinstance(a, nn.Linear) or a.bias is not None or a.weight.shape != b.weight.shape \
+                or not torch.equal(a.weight, b.weight):
+            return False
+    tril = getattr(mine, "tril", None)
+    return isinstance(tril, torch.Tensor) and torch.equal(tril, ref.tril)
+
+
+def one_setting(Head, d: int, block_size: int, seed: int, ids: list[int]) -> dict:
+    """The learner's head for one setting: its q, k, v and weights for the text ``ids`` (float32 arrays),
+    after checking that ``forward`` returns ``weights @ value(x)``."""
+    tok, pos, head = build(Head, d, block_size, seed)
+    missing = [n for n in (*PARTS, "tril") if not hasattr(head, n)]
     if missing:
         raise BadInput(f"your Head has no {', '.join(missing)}: name the projections key, query and value and "
                        "the mask buffer tril, as in Fig. 6, so the explorer can read the weights.")
+    head.eval()  # dropout, if any, off: the picture shows the weights the head learns, not a random draw
+    torch.set_grad_enabled(False)  # in this child process only
+    x = tok(torch.tensor([ids])) + pos(torch.arange(len(ids)))  # (1, T, C)
     try:
         weights = head_weights(head, x)  # (1, T, T)
-        expected = weights @ head.value(x)  # (1, T, T) @ (1, T, hs) -> (1, T, hs)
+        parts = {part: getattr(head, part)(x) for part in PARTS}  # (1, T, hs) each
+        expected = weights @ parts["value"]  # (1, T, T) @ (1, T, hs) -> (1, T, hs)
     except Exception as err:  # noqa: BLE001
         raise BadInput(f"could not compute the weights from your Head's key, query and tril "
                        f"({type(err).__name__}: {err}); check their sizes against Fig. 6.") from None
-    if not learner:
-        return weights
     try:
-        out = _learner_call("your Head.forward", head, x)
-    except BadInput:
-        raise
+        out = head(x)
     except NotImplementedError as err:
         raise BadInput(f"your Head.forward is not written yet ({err}). Finish it, then build the explorer "
                        "again.") from None
     except Exception as err:  # noqa: BLE001
         raise BadInput(f"your Head.forward raised {type(err).__name__}: {err}. Fix forward (compare with "
                        "Fig. 6), then build the explorer again.") from None
+    check_output(out, expected)
+    return {"weights": weights[0], **{part[0]: t[0] for part, t in parts.items()}}
+
+
+def check_output(out, expected: torch.Tensor) -> None:
+    """``out``, what forward returned, against ``weights @ value(x)``; a message for what differs."""
     if not isinstance(out, torch.Tensor):
         raise BadInput(f"your Head.forward returned {'None' if out is None else a_kind(out)}; expected a tensor of "
                        f"shape (B, T, head_size) = {tuple(expected.shape)}. Check that it ends with "
                        "return weights @ v.")
-    got = tuple(out.shape)
-    if got != tuple(expected.shape):
-        raise BadInput(f"your Head.forward returned shape {got}; expected (B, T, head_size) = "
+    if tuple(out.shape) != tuple(expected.shape):
+        raise BadInput(f"your Head.forward returned shape {tuple(out.shape)}; expected (B, T, head_size) = "
                        f"{tuple(expected.shape)}. Check that it returns weights @ v.")
     if not out.is_floating_point():
         raise BadInput(f"your Head.forward returned a {out.dtype} tensor; expected floating-point numbers "
                        "(torch.float32), the weights @ v of Fig. 6.")
-    out = out.to(expected.dtype)  # float64 (or float16) with the right values is right
     bad = (~torch.isfinite(out)).nonzero()
     if len(bad):
         where = tuple(bad[0].tolist())
         raise BadInput(f"your Head.forward returned {out[where].item()} at {list(where)} (batch, position, "
                        f"feature): check the mask (masked_fill with -inf before softmax, never after) and the "
                        "softmax over dim=-1.")
-    if not torch.allclose(out, expected, atol=1e-5, rtol=1e-4):
-        raise BadInput(f"your Head.forward's output differs from weights @ value(x) (largest difference "
-                       f"{float((out - expected).abs().max()):.3g}): check the 1/√d_k scaling, the mask with "
-                       "-inf, and softmax over dim=-1.")
-    return weights
+    # a head computed in a lower precision is right within that precision's rounding
+    tol = {torch.float16: 2e-3, torch.bfloat16: 2e-2}.get(out.dtype, 1e-5)
+    got = out.to(expected.dtype)
+    if torch.allclose(got, expected.to(out.dtype).to(expected.dtype), atol=tol, rtol=tol * 10):
+        return
+    worst = float((got - expected).abs().max())
+    if worst <= 2e-3 * max(1.0, float(expected.abs().max())):  # float16's rounding: the right head, half precision
+        raise BadInput(f"your Head.forward's output differs from weights @ value(x) by at most {worst:.2g}, as a "
+                       f"computation in float16 rounds: it computes in a lower precision than the {out.dtype} it "
+                       "returns. Compute in float32 (no .half()), as Fig. 6 does.")
+    raise BadInput(f"your Head.forward's output differs from weights @ value(x) (largest difference {worst:.3g}): "
+                   "check the 1/√d_k scaling, the mask with -inf, and softmax over dim=-1.")
+
+
+def run(fn, *args):
+    """``fn(*args)`` in a child process stopped after :data:`HEAD_TIME_LIMIT_S`: its return value (a dict of
+    tensors or a bool), or :class:`BadInput` for what went wrong. Without ``fork``, in this process."""
+    if not can_stop_a_hang():
+        try:
+            return fn(*args)
+        except BadInput as err:
+            raise BadInput(f"{err} {HANG_NOTE}") from None
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: run, answer in one JSON line, and leave without running the kernel's exit code
+        try:
+            os.close(read)
+            sys.stdout = sys.stderr = io.StringIO()  # the kernel's streams belong to the parent
+            torch.set_num_threads(1)
+            try:
+                answer = {"ok": _encode(fn(*args))}
+            except BadInput as err:
+                answer = {"bad": str(err)}
+            except BaseException as err:  # noqa: BLE001  SystemExit, KeyboardInterrupt: all a message
+                answer = {"bad": f"your Head raised {type(err).__name__}: {err}. Fix it, then build the explorer again."}
+            data = json.dumps(answer).encode()
+            while data:
+                data = data[os.write(write, data):]
+        finally:
+            os._exit(0)
+    os.close(write)
+    try:
+        data = _read_until(read, time.monotonic() + HEAD_TIME_LIMIT_S)
+    finally:
+        os.close(read)
+        _stop(pid)
+    if data is None:
+        raise BadInput(f"your Head ran for more than {HEAD_TIME_LIMIT_S:g} s and was stopped: look for a loop "
+                       "that never ends, or for far more work than the few matrix products of Fig. 6. The kernel "
+                       "is fine: fix it, then build the explorer again.")
+    try:
+        answer = json.loads(data)
+    except ValueError:
+        raise BadInput("your Head ended its process before it answered (it may call os._exit or crash Python): "
+                       "fix it, then build the explorer again.") from None
+    if "bad" in answer:
+        raise BadInput(answer["bad"])
+    return _decode(answer["ok"])
+
+
+def _read_until(fd: int, deadline: float) -> bytes | None:
+    chunks = []
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([fd], [], [], left)[0]:
+            return None
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:  # the child closed its end: all is read
+            return b"".join(chunks)
+        chunks.append(chunk)
+
+
+def _stop(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    os.waitpid(pid, 0)
+
+
+def _encode(value):
+    if isinstance(value, dict):
+        return {k: _encode(v) for k, v in value.items()}
+    if isinstance(value, torch.Tensor):
+        a = np.ascontiguousarray(value.detach().float().numpy(), dtype="<f4")
+        return {"shape": list(a.shape), "b64": base64.b64encode(a.tobytes()).decode("ascii")}
+    return value
+
+
+def _decode(value):
+    if isinstance(value, dict) and set(value) == {"shape", "b64"}:
+        return torch.from_numpy(np.frombuffer(base64.b64decode(value["b64"]), dtype="<f4").reshape(value["shape"]).copy())
+    if isinstance(value, dict):
+        return {k: _decode(v) for k, v in value.items()}
+    return value

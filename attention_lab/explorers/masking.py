@@ -1,50 +1,45 @@
-"""Chapter 4's explorer: T and mask on/off -> the weights of the chapter's own q and k."""
+"""Chapter 4's explorer: T and mask on/off -> the weights of the chapter's own queries and keys."""
 
 from __future__ import annotations
 
-import math
-
 import torch
-import torch.nn.functional as F
-from attention_lab.controls import one_sequence, slider, toggle, whole
-from attention_lab.explorers.base import BadInput, Explorer, floats
+
+from attention_lab.explorers.base import Explorer, floats, snap, weights_of
+from attention_lab.explorers.controls import length, toggle, whole
+from attention_lab.explorers.scores import checked_projections
+
 
 class MaskingExplorer(Explorer):
-    """Chapter 4: T and mask on/off -> softmax(q k^T / √d_k) with the future masked or not.
+    """Chapter 4: T and mask on/off -> softmax(q k^T / √d_k), the future masked or not.
 
-    ``q`` and ``k`` are one sequence's (T, head_size) queries and keys: the chapter's ``q[0]`` and
-    ``k[0]``, so it starts on the chapter's own weights (all T positions, unless ``T`` says fewer);
-    without them, 32 seeded unit-variance ones, starting at T = 8.
+    ``x`` is one sequence (T, C) and ``query``, ``key`` the chapter's projections: the explorer starts on
+    the chapter's own weights, ``x[0]`` through them (all T positions, unless ``T`` says fewer). Without
+    them: 32 seeded unit-variance queries and keys of size 16, starting at T = 8.
     """
 
+    name = "masking"
     label = "attention weights with and without the causal mask"
+    caption = ("mask", {True: "attention weights for T={T}, future masked",
+                        False: "attention weights for T={T}, no mask"})
 
-    def __init__(self, q=None, k=None, T=None, seed=1337, static=None):
+    def __init__(self, x=None, query=None, key=None, T=None, seed=1337):
         g = torch.Generator().manual_seed(whole("seed", seed, 0, 2**63 - 1))
-        if (q is None) != (k is None):
-            raise ValueError(f"give both q and k (one sequence's queries and keys, e.g. q[0] and k[0]), or neither; "
-                             f"got only {'q' if k is None else 'k'}")
-        self.q = torch.randn(32, 16, generator=g) if q is None else one_sequence("q", q, "(T, head_size)")  # (T, hs)
-        self.k = torch.randn(32, 16, generator=g) if k is None else one_sequence("k", k, "(T, head_size)")  # (T, hs)
-        if self.q.shape != self.k.shape:
-            raise ValueError(f"q and k must be one sequence's (T, head_size) queries and keys, e.g. q[0] and "
-                             f"k[0]; got shapes {tuple(self.q.shape)} and {tuple(self.k.shape)}")
+        if x is None:
+            if query is not None or key is not None:
+                raise ValueError("give x with its query and key (the chapter's x[0], query and key), or none of them")
+            self.q = torch.randn(32, 16, generator=g)  # (T, hs)
+            self.k = torch.randn(32, 16, generator=g)  # (T, hs)
+        else:
+            self.q, self.k = checked_projections(x, query, key, needed=True)
+        self.q, self.k = snap(self.q), snap(self.k)  # as the page holds them
         n = len(self.q)
-        T = whole("T", (n if q is not None else 8) if T is None else T, 1, n)
-        controls = {"T": slider(T, 1, n, "T (sequence length)"),
-                    "mask": toggle([("no mask", False), ("causal mask", True)], True, "mask")}
-        super().__init__(controls, static)
+        T = whole("T", (n if x is not None else 8) if T is None else T, 1, n)
+        super().__init__([length(n), toggle("mask", "mask", [("no mask", False), ("causal mask", True)])],
+                         {"T": T, "mask": True})
 
     def page(self):
         return {"q": floats(self.q), "k": floats(self.k)}
 
     def compute(self, values):
-        T = whole("T", values["T"], 1, len(self.q), BadInput, "Move the T slider.")
-        scores = self.q[:T] @ self.k[:T].T / math.sqrt(self.q.shape[1])  # (T, hs) @ (hs, T) -> (T, T)
-        if values["mask"]:
-            tril = torch.tril(torch.ones(T, T))  # (T, T): 1 where key j <= query i
-            scores = scores.masked_fill(tril == 0, float("-inf"))  # future -> -inf
-        return {"matrix": F.softmax(scores, dim=-1).numpy()}
-
-    def alt(self, values, result):
-        return f"attention weights for T={values['T']}, {'future masked' if values['mask'] else 'no mask'}"
+        T = values["T"]
+        return {"matrix": weights_of(self.q[:T], self.k[:T], mask=values["mask"]).numpy()}

@@ -2,16 +2,14 @@
 
 Notebook figures: :func:`attention_heatmap` draws one (T, T) matrix (chapters 1, 2 and 5) and
 :func:`show_heatmaps` draws several side by side, each on the colour scale of its kind (chapter 4:
-scores, masked scores, weights; chapter 6: several heads' weights). The explorers
-(:mod:`attention_lab.explorers`) draw with the same :class:`HeatmapArtist` into a :class:`Frame`,
-which redraws a figure fast and returns its picture. The other pictures: :func:`qkv_flow` (chapter
+scores, masked scores, weights; chapter 6: several heads' weights), both with :class:`HeatmapArtist`;
+an explorer's picture where no widget shows is one too. The other pictures: :func:`qkv_flow` (chapter
 2) and :func:`head_diagram` (chapter 5), block diagrams; :func:`saturation_curves` and
 :func:`variance_panel` (chapter 3); :func:`loss_curves`, :func:`distance_bars` and
 :func:`same_vs_different` (chapter 6).
 
 The modules, by what they draw: :mod:`.heatmaps` (heatmaps, their colour scales and sizes, and
-:func:`new_figure`), :mod:`.frames` (the explorers' fast redraw and PNG encoding), :mod:`.diagrams`
-and :mod:`.curves`; every name is importable from ``attention_lab.plots``.
+:func:`new_figure`), :mod:`.diagrams` and :mod:`.curves`; every name is importable from ``attention_lab.plots``.
 
 Conventions, the same in every picture: keys along the x axis ("key position"), queries down the y
 axis ("query position"); one colour map per meaning: ``viridis`` on a fixed 0..1 scale for weights,
@@ -23,14 +21,13 @@ Nothing here prints, seeds, or changes matplotlib's global settings.
 """
 from .curves import MODEL_COLORS, distance_bars, loss_curves, same_vs_different, saturation_curves, variance_panel
 from .diagrams import DIAGRAM_PX, DIAGRAM_TEXT_PX, DIAGRAM_TITLE_PX, FILL, LEGEND, head_diagram, qkv_flow
-from .frames import Frame, fast_png
 from .heatmaps import (ANNOTATE_MAX_T, CELL_PX, COLOUR_MAPS, CSS_DPI, KINDS, MASKED, SCALE, TICK_PX, HeatmapArtist,
                        attention_heatmap, contrast_color, new_figure, show_heatmaps, to_numpy, token_label)
 
 __all__ = [
     "ANNOTATE_MAX_T", "CELL_PX", "COLOUR_MAPS", "CSS_DPI", "DIAGRAM_PX", "DIAGRAM_TEXT_PX", "DIAGRAM_TITLE_PX",
-    "FILL", "Frame", "HeatmapArtist", "KINDS", "LEGEND", "MASKED", "MODEL_COLORS", "SCALE", "TICK_PX",
-    "attention_heatmap", "contrast_color", "distance_bars", "fast_png", "head_diagram", "loss_curves",
+    "FILL", "HeatmapArtist", "KINDS", "LEGEND", "MASKED", "MODEL_COLORS", "SCALE", "TICK_PX",
+    "attention_heatmap", "contrast_color", "distance_bars", "head_diagram", "loss_curves",
     "new_figure", "qkv_flow", "same_vs_different", "saturation_curves", "show_heatmaps", "to_numpy",
     "token_label", "variance_panel",
 ]

@@ -11,15 +11,16 @@ from matplotlib.figure import Figure
 
 from .heatmaps import TICK_PX, _pt, new_figure
 
-def variance_panel(ax, d_values: Sequence[int], variances: Sequence[float]):
+def variance_panel(ax, d_values: Sequence[int], variances: Sequence[float], words: dict):
     """Draw Var(q·k) against d_k, raw and divided by d_k (= the variance of q·k/√d_k), on log-log
-    axes; return the ring marker that an explorer moves to the current d_k (chapter 3)."""
-    ax.plot(d_values, variances, "o-", color="#d95f02", ms=3, label="raw q·k")
-    ax.plot(d_values, [v / d for v, d in zip(variances, d_values)], "s-", color="#1b9e77", ms=3, label="q·k / √d_k")
+    axes; return the ring marker placed at the current d_k (chapter 3's explorer, whose ``panel`` gives
+    the ``words``: title, x, y, raw, scaled; the page's panel shows the same)."""
+    ax.plot(d_values, variances, "o-", color="#d95f02", ms=3, label=words["raw"])
+    ax.plot(d_values, [v / d for v, d in zip(variances, d_values)], "s-", color="#1b9e77", ms=3, label=words["scaled"])
     ax.set_xscale("log", base=2)
     ax.set_yscale("log", base=2)
-    ax.set(xlabel="d_k", ylabel="Var(q·k)")
-    ax.set_title("variance of the scores", fontsize=_pt(12))
+    ax.set(xlabel=words["x"], ylabel=words["y"])
+    ax.set_title(words["title"], fontsize=_pt(12))
     ax.legend(fontsize=_pt(TICK_PX), loc="upper left")
     ax.grid(alpha=0.3)
     (marker,) = ax.plot([1], [1], "o", ms=9, mfc="none", mec="black", mew=1.5)

@@ -3,8 +3,7 @@ side by side (:func:`show_heatmaps`), the colour scales they share, and the figu
 starts from (:func:`new_figure`).
 
 Chapters 1, 2 and 5 draw with :func:`attention_heatmap`, chapters 4 and 6 with :func:`show_heatmaps`;
-the explorers (:mod:`attention_lab.explorers`) update a :class:`HeatmapArtist` in place and render it
-through a :class:`~attention_lab.plots.frames.Frame`.
+an explorer's picture for a front end without widgets is an :func:`attention_heatmap` too.
 """
 
 from __future__ import annotations
@@ -16,7 +15,7 @@ from importlib.resources import files
 import numpy as np
 from matplotlib.colors import ListedColormap, Normalize
 from matplotlib.figure import Figure
-from matplotlib.ticker import FixedLocator, NullLocator
+from matplotlib.ticker import FixedLocator
 
 ANNOTATE_MAX_T = 8  # largest T that gets numbers in its cells when annotate is left to decide
 CSS_DPI = 80  # CSS pixels per figure inch: a (3.6, 3.2) inch figure shows as 288 x 256 CSS px
@@ -35,12 +34,12 @@ KINDS = {
 }
 
 # visible stand-ins for characters that would otherwise print as nothing
-_VISIBLE = {" ": "␣", "\n": "⏎", "\t": "⇥", "\r": "␍"}
+VISIBLE = {" ": "␣", "\n": "⏎", "\t": "⇥", "\r": "␍"}
 
 
 def token_label(ch: str) -> str:
     """Return a character as it should appear on an axis: spaces and newlines made visible."""
-    return _VISIBLE.get(ch, ch)
+    return VISIBLE.get(ch, ch)
 
 
 def to_numpy(matrix) -> np.ndarray:
@@ -91,13 +90,11 @@ class HeatmapArtist:
     """One heatmap on an Axes, made once and updated in place by :meth:`update`.
 
     ``kind`` is "weights" (viridis, ``vmin``..``vmax`` = 0..1) or "scores" (RdBu_r, symmetric
-    ``-limit``..``limit``; -inf cells are masked grey). With ``stamped=True`` (the explorers) the
-    cell numbers and tick labels are not matplotlib Text artists: :meth:`stamps` lists them and a
-    :class:`Frame` blends them into the rendered picture, which is most of what makes a redraw fast.
+    ``-limit``..``limit``; -inf cells are masked grey).
     """
 
     def __init__(self, ax, kind: str = "weights", limit: float | None = None, colorbar: bool = True,
-                 colorbar_label: str | None = None, stamped: bool = False):
+                 colorbar_label: str | None = None):
         if kind not in KINDS:
             raise ValueError(f"kind must be one of {sorted(KINDS)}; got {kind!r}")
         cmap, label, self.fmt = KINDS[kind]
@@ -106,7 +103,7 @@ class HeatmapArtist:
             self.norm = Normalize(-limit, limit)
         else:
             self.norm = Normalize(0.0, 1.0)
-        self.ax, self.kind, self.stamped = ax, kind, stamped
+        self.ax, self.kind = ax, kind
         self.cmap = ListedColormap(COLOUR_MAPS[cmap], name=cmap).with_extremes(bad=MASKED)
         # "nearest" keeps each cell a crisp square at any size
         self.im = ax.imshow(np.zeros((1, 1)), cmap=self.cmap, norm=self.norm, interpolation="nearest")
@@ -115,11 +112,7 @@ class HeatmapArtist:
         # fixed label places: matplotlib otherwise measures every tick label on every draw
         ax.xaxis.set_label_coords(0.5, -0.1)
         ax.yaxis.set_label_coords(-0.12, 0.5)
-        if stamped:
-            ax.xaxis.set_major_locator(NullLocator())
-            ax.yaxis.set_major_locator(NullLocator())
-        else:
-            ax.tick_params(labelsize=_pt(TICK_PX), length=2)
+        ax.tick_params(labelsize=_pt(TICK_PX), length=2)
         self.colorbar = None
         if colorbar:
             self.colorbar = ax.figure.colorbar(self.im, ax=ax, fraction=0.046, pad=0.04)
@@ -129,7 +122,6 @@ class HeatmapArtist:
         self.labels: list[str] | None = None
         self._cells: list[tuple[int, int, str, str]] = []
         self._texts = []
-        self._lookups: dict = {}  # paint()'s pixel -> cell lookups, by matrix shape and figure size
 
     def update(self, matrix, tokens=None, annotate: bool | None = None) -> np.ndarray:
         """Draw ``matrix`` (T_q, T_k); ``tokens`` (one character per position) label both axes."""
@@ -149,8 +141,7 @@ class HeatmapArtist:
             colors = self.cmap(self.norm(shown))
             self._cells = [(j, i, self._number(arr[i, j]), contrast_color(colors[i, j]))
                            for i in range(n_rows) for j in range(n_cols)]
-        if not self.stamped:
-            self._draw_texts(n_rows, n_cols)
+        self._draw_texts(n_rows, n_cols)
         return arr
 
     def _number(self, v: float) -> str:
@@ -174,103 +165,6 @@ class HeatmapArtist:
 
     def _tick(self, i: int) -> str:
         return self.labels[i] if self.labels is not None else str(i)
-
-    def cell_colors(self) -> np.ndarray:
-        """The (T_q, T_k, 4) uint8 colour of every cell, as the colour map gives it to the image."""
-        return self.cmap(self.norm(np.ma.masked_invalid(self.matrix)), bytes=True)
-
-    def paint(self, rgba: np.ndarray) -> None:
-        """Fill the heatmap's cells into ``rgba``, the figure's (H, W, 4) pixels, with numpy.
-
-        The same pixels matplotlib's "nearest" image draws (tests/test_plots.py compares them), in a
-        fraction of its time: which cell each pixel column and row shows is asked of matplotlib itself,
-        once per matrix shape (:meth:`_cell_lookup`), so it holds for every matplotlib version; each
-        pixel then takes its cell's colour, :meth:`cell_colors`, one colour-map lookup per cell.
-        """
-        if self.matrix is None:
-            return
-        rows, i, cols, j = self._lookups[self._lookup_key(rgba)]
-        if len(rows) and len(cols):
-            band = self.cell_colors()[:, j]  # (T_q, pixel columns, 4): one pixel row per cell row
-            if rows[-1] - rows[0] + 1 == len(rows) and cols[-1] - cols[0] + 1 == len(cols):
-                rgba[rows[0]:rows[-1] + 1, cols[0]:cols[-1] + 1] = band[i]  # copied down each cell's pixel rows
-            else:  # a clip that is not a rectangle (never in this course's figures)
-                rgba[np.ix_(rows, cols)] = band[i]
-
-    def _lookup_key(self, rgba: np.ndarray) -> tuple:
-        return self.matrix.shape, rgba.shape, tuple(self.ax.bbox.bounds), self.ax.get_xlim(), self.ax.get_ylim()
-
-    def find_cells(self, rgba: np.ndarray) -> None:
-        """Make sure :meth:`paint` knows which cell each pixel shows for the matrix shown now; this may
-        draw into ``rgba`` (the canvas' buffer): call it before the frame's background is restored."""
-        if self.matrix is not None and self._lookup_key(rgba) not in self._lookups:
-            if len(self._lookups) > 64:
-                self._lookups.clear()  # bounded: a few shapes are met again and again
-            self._lookups[self._lookup_key(rgba)] = self._cell_lookup(rgba)
-
-    def _cell_lookup(self, rgba: np.ndarray):
-        """(pixel rows, their cell rows, pixel columns, their cell columns) of the image as matplotlib
-        draws it now. Found by drawing, into ``rgba`` (the canvas' buffer, which the caller restores
-        afterwards), an image of the same extent whose colour is its cell's index, clipped to two thin
-        strips across the axes: one crossing every pixel column, one every pixel row. A strip costs a
-        few hundred pixels of matplotlib's resampling, not the whole heatmap's."""
-        from matplotlib.image import AxesImage
-        from matplotlib.transforms import Bbox
-
-        n_rows, n_cols = self.matrix.shape
-        if max(n_rows, n_cols) > 255:
-            raise ValueError(f"a heatmap shows at most 255 positions per axis; got {self.matrix.shape}")
-        index = np.zeros((n_rows, n_cols, 4), np.uint8)
-        index[..., 0] = np.arange(n_rows)[:, None]  # red: the cell's row
-        index[..., 1] = np.arange(n_cols)[None, :]  # green: its column
-        index[..., 3] = 255
-        probe = AxesImage(self.ax, interpolation="nearest", origin=self.im.origin, extent=self.im.get_extent())
-        probe.set_interpolation_stage(self.im.get_interpolation_stage())
-        probe.set_data(index)
-        probe.set_transform(self.im.get_transform())
-        H = rgba.shape[0]
-        box = self.ax.bbox
-        x_mid, y_mid = round((box.x0 + box.x1) / 2), round((box.y0 + box.y1) / 2)
-        found = []
-        for strip in (Bbox([[box.x0, y_mid], [box.x1, y_mid + 2]]),  # across every column
-                      Bbox([[x_mid, box.y0], [x_mid + 2, box.y1]])):  # down every row
-            rgba[..., 3] = 0  # what the probe does not cover stays transparent
-            probe.set_clip_box(strip)
-            probe.set_clip_path(self.im.get_clip_path())
-            self.ax.figure.draw_artist(probe)
-            covered = rgba[..., 3] == 255
-            found.append((covered, rgba[..., 0].copy(), rgba[..., 1].copy()))
-        (c_cov, _, green), (r_cov, red, _) = found
-        line = H - 1 - y_mid  # a buffer row inside the first strip (row 0 is the top)
-        cols = np.flatnonzero(c_cov[line])
-        x_col = x_mid  # a buffer column inside the second strip
-        rows = np.flatnonzero(r_cov[:, x_col])
-        return rows, red[rows, x_col].astype(np.intp), cols, green[line, cols].astype(np.intp)
-
-    def stamps(self) -> list[tuple]:
-        """The texts a Frame blends in: ``(x, y, text, color, size_px, anchor)`` in display pixels.
-
-        ``y`` counts from the bottom (matplotlib's display coordinates); ``anchor`` is the text
-        box's point placed at (x, y): "center", "top" (tick labels under the x axis) or "right"
-        (tick labels left of the y axis).
-        """
-        if self.matrix is None:
-            return []
-        n_rows, n_cols = self.matrix.shape
-        data = self.ax.transData.transform
-        gap = 3 * self.ax.figure.dpi / CSS_DPI  # between the axes and a tick label
-        items = []
-        if self._cells:
-            points = data(np.array([(j, i) for j, i, _, _ in self._cells], dtype=float))
-            items += [(x, y, s, c, CELL_PX, "center") for (x, y), (_, _, s, c) in zip(points, self._cells)]
-        x_step, y_step = self._step(n_cols), self._step(n_rows)
-        for j in range(0, n_cols, x_step):
-            x, y = data((j, n_rows - 0.5))
-            items.append((x, y - gap, self._tick(j), "black", TICK_PX, "top"))
-        for i in range(0, n_rows, y_step):
-            x, y = data((-0.5, i))
-            items.append((x - gap, y, self._tick(i), "black", TICK_PX, "right"))
-        return items
 
 
 def _finite_limit(arrays) -> float:

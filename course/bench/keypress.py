@@ -1,37 +1,28 @@
 """Benchmark: keypress -> painted picture, in a real JupyterLab and in the hosted book, and the pages' weight.
 
-    python -m course bench-keypress                                # both halves, every chapter, 20 presses each
-    python -m course bench-keypress --baseline OTHER/_build/html   # page weights beside another build's
-    python -m course bench-keypress --chapters 01,04 --presses 30 --no-page
-    python -m course bench-keypress --no-page --lab-view page          # JupyterLab's page view only
+    python -m course bench-keypress                                # both places, every chapter, 20 presses each
+    python -m course bench-keypress --baseline OTHER/_build/html   # the same presses on another build, beside
+    python -m course bench-keypress --chapters 01,04 --presses 30 --no-lab
 
-Printed side by side in one run, per chapter, with median and p90 (nearest rank) of the presses:
+Printed side by side in one run, per chapter, with median and p90 (nearest rank) of the presses. Every
+explorer, in the book and in a kernel, is the page engine (attention_lab/static/engine/), whose root
+follows this contract: ``<div class="attention-explorer" data-explorer="NAME">`` holding ``<input
+type=range>`` controls, and after every paint it increments ``root.dataset.paints`` and dispatches
+``CustomEvent("explorer:painted", {bubbles: true})``. A press is timed from the keydown event's time stamp
+to the first frame painted after that event: a requestAnimationFrame callback runs before the next frame
+is painted, and a message posted from it runs after that paint.
 
-* **JupyterLab** (limit 50 ms): ``jupyter lab`` starts headless on a free port with a random token
+* **JupyterLab** (limit 25 ms): ``jupyter lab`` starts headless on a free port with a random token
   (``browsing.LabServer``, shared with tests/browser/test_jupyterlab.py) on a copy of notebooks/; Chromium
   opens a chapter, runs all its cells, focuses its explorer's first slider and presses ArrowRight (ArrowLeft
   back from the slider's end) ``--presses`` times. Chapter 6's explorer has no slider: there a press types
-  into its text box (Backspace, then the character it removed, and so on). Each press is timed from the
-  keydown event's time stamp to the first frame painted with the new picture: a MutationObserver sees the
-  explorer's ``<img>`` get its new ``src``, ``img.decode()`` waits for its pixels, a requestAnimationFrame
-  callback runs before the next frame is painted and a message posted from it runs after that paint.
-  The kernel, the websocket, JupyterLab and the browser's decode are all inside that span. That is the
-  core widgets' path (Colab's and ipywidgets 7's); in JupyterLab the explorer is a page view
-  (attention_lab/explorers/view.py: the page's explorer in an anywidget), timed as the page is below,
-  from keydown to the frame painted after its ``explorer:painted``. ``--lab-view`` picks which kernels
-  run (both by default, each in its own JupyterLab): the limit applies to the page view, the core
-  widgets are printed beside.
+  into its text box (Backspace, then the character it removed, and so on).
 * **The hosted book** (limit 16.7 ms, one frame at 60 Hz): the built book (``--html``, default
-  _build/html) served on 127.0.0.1. A page explorer follows this contract: its root is
-  ``<div class="attention-explorer" data-explorer="NAME">`` holding ``<input type=range>`` controls, and
-  after every paint it increments ``root.dataset.paints`` and dispatches
-  ``CustomEvent("explorer:painted", {bubbles: true})``. Each chapter page's explorers get ``--presses``
-  presses on their first range input, or, in an explorer with no range input (chapter 6's), typing into
-  its first text box as in JupyterLab; each timed from keydown to the frame painted after that event, as
-  above. A page with no such explorer is said so.
+  _build/html) served on 127.0.0.1, each chapter page's explorers pressed the same way. With
+  ``--baseline``, the same pages of another build are pressed too, chapter by chapter in turn, so the two
+  meet the same load; a chapter slower than its baseline is said so.
 * **Page weight**: a first visit, empty cache, gzipped, of the front page and every chapter
-  (course/bench/pages.py's ``Visit``), against the limits 0.5 MB and 1.5 MB, and with ``--baseline`` beside
-  the same pages of another build.
+  (course/bench/pages.py's ``Visit``), against the limits 0.5 MB and 1.5 MB, and beside the baseline's.
 
 A press waits for its picture (``--wait`` s) before the next one, so presses never queue behind each
 other. Timing is never a test (the machine is shared): this script prints, and exits 1 when a limit is
@@ -54,9 +45,7 @@ from course.browser import (CHROMIUM, CHROMIUM_ARGS, PANEL, LabServer, PageVisit
                             run_all_cells)
 from course.layout import HTML, LAUNCH
 
-VIEW_ENV = "ATTENTION_LAB_VIEW"  # attention_lab.explorers.view.VIEW_ENV: "page" or "core" in the kernels
-
-LAB_LIMIT_MS = 50.0
+LAB_LIMIT_MS = 25.0
 RUN_ALL_S = 600  # a chapter's Run all in JupyterLab (chapter 6 trains; a loaded machine is slow)
 PAGE_LIMIT_MS = 1000 / 60  # one frame at 60 Hz
 FRONT_PAGE = "book/intro.html"
@@ -121,25 +110,12 @@ _TIMER_JS = """() => {
   };
 }"""
 
-# JupyterLab: the explorer's <img> gets a new blob: src; decode() resolves once its pixels are ready
-_WATCH_IMG_JS = """el => {
-  new MutationObserver(muts => muts.forEach(m => {
-    if (m.attributeName === 'src') m.target.decode().catch(() => null).then(() => window.__kp.painted());
-  })).observe(el, {attributes: true, attributeFilter: ['src'], subtree: true});
-}"""
-
 # the page: the contract's event on the explorer's root
 _WATCH_EVENT_JS = """root => root.addEventListener('explorer:painted', () => window.__kp.painted())"""
 
 # the direction of the next press on a slider: right, unless it is at its end
-_AT_END_JS = {
-    "lab": "h => Number(h.getAttribute('aria-valuenow')) >= Number(h.getAttribute('aria-valuemax'))",
-    "page": "i => Number(i.value) >= Number(i.max)",
-}
-_AT_START_JS = {
-    "lab": "h => Number(h.getAttribute('aria-valuenow')) <= Number(h.getAttribute('aria-valuemin'))",
-    "page": "i => Number(i.value) <= Number(i.min)",
-}
+_AT_END_JS = "i => Number(i.value) >= Number(i.max)"
+_AT_START_JS = "i => Number(i.value) <= Number(i.min)"
 
 
 def next_key(previous: str | None, at_start: bool, at_end: bool) -> str:
@@ -151,17 +127,17 @@ def next_key(previous: str | None, at_start: bool, at_end: bool) -> str:
     return previous or "ArrowRight"
 
 
-def _press_all(page, control, presses: int, wait_s: float, keys, kind: str | None) -> list[float]:
+def _press_all(page, control, presses: int, wait_s: float, keys) -> list[float]:
     """Press keys on ``control`` (focused) ``presses`` times, one picture at a time; the times in ms.
 
-    ``keys`` is a list of keys to cycle through, or None for arrows that sweep the slider (``kind``
-    "lab" or "page" says how to read its position). Raises TimeoutError when a picture does not come.
+    ``keys`` is a list of keys to cycle through, or None for arrows that sweep the slider. Raises
+    TimeoutError when a picture does not come.
     """
     control.focus()
     key = None
     for n in range(presses):
         if keys is None:
-            key = next_key(key, control.evaluate(_AT_START_JS[kind]), control.evaluate(_AT_END_JS[kind]))
+            key = next_key(key, control.evaluate(_AT_START_JS), control.evaluate(_AT_END_JS))
         else:
             key = keys[n % len(keys)]
         page.keyboard.press(key)
@@ -208,35 +184,32 @@ def _time_lab_explorer(page, presses: int, wait_s: float) -> Result:
         .map(o => o.ename + ': ' + o.evalue)""")
     if errors:
         return Result(problem=f"the notebook raised: {errors[0][:60]}")
-    explorer = page.locator(".jp-OutputArea-output:has(.attention-explorer)").first
-    if not explorer.count():
+    root = page.locator(".jp-OutputArea-output .attention-explorer[data-explorer]").first
+    if not root.count():
         return Result(problem="no explorer rendered")
-    explorer.scroll_into_view_if_needed()
+    root.scroll_into_view_if_needed()
     page.evaluate(_TIMER_JS)
-    view = explorer.locator(".attention-explorer[data-explorer]")
-    if view.count():  # the page view (attention_lab/explorers/view.py): the page's contract
-        view.evaluate(_WATCH_EVENT_JS)
-        if view.locator("input[type=range]").count():
-            label = view.locator(".explorer-range label").first.inner_text().strip()
-            control, keys, what = view.locator("input[type=range]").first, None, f"page view, slider {label}"
-            return Result(_press_all(page, control, presses, wait_s, keys, "page"), what=what)
-        if view.locator("input[type=text]").count():
-            control = view.locator("input[type=text]").first
-            keys = typing_keys(page, control)
-            return Result(_press_all(page, control, presses, wait_s, keys, "page"),
-                          what="page view, typing in the text box")
-        return Result(problem="its page view has no slider and no text box")
-    explorer.evaluate(_WATCH_IMG_JS)
-    if explorer.locator(".widget-slider").count():
-        label = explorer.locator(".widget-slider .widget-label").first.inner_text().strip()
-        control, keys, what = (explorer.locator(".widget-slider .noUi-handle").first, None,
-                               f"core widgets, slider {label}")
-    elif explorer.locator("input[type=text]").count():
-        control = explorer.locator("input[type=text]").first
-        keys, what = typing_keys(page, control), "core widgets, typing in the text box"
+    return _time_root(page, root, presses, wait_s)
+
+
+def _time_root(page, root, presses: int, wait_s: float) -> Result:
+    """Time presses on one explorer's root: its first slider, or typing into its first text box."""
+    root.evaluate(_WATCH_EVENT_JS)
+    page.evaluate("window.__kp.times = []")
+    before = int(root.evaluate("r => Number(r.dataset.paints || 0)"))
+    if root.locator("input[type=range]").count():
+        labels = root.locator(".explorer-range label")
+        what = "slider" + (" " + labels.first.inner_text().strip() if labels.count() else "")
+        times = _press_all(page, root.locator("input[type=range]").first, presses, wait_s, None)
+    elif root.locator("input[type=text]").count():
+        control = root.locator("input[type=text]").first
+        times, what = _press_all(page, control, presses, wait_s, typing_keys(page, control)), "typing"
     else:
         return Result(problem="its explorer has no slider and no text box")
-    return Result(_press_all(page, control, presses, wait_s, keys, "lab"), what=what)
+    painted = int(root.evaluate("r => Number(r.dataset.paints || 0)"))
+    if painted < before + presses:
+        return Result(problem=f"dataset.paints rose by {painted - before}, not {presses}")
+    return Result(times, what=what)
 
 
 # ---- the hosted book ------------------------------------------------------------------------------------
@@ -261,22 +234,13 @@ def page_chapter(browser, url: str, presses: int, wait_s: float) -> Result:
         times, pressed = [], []
         page.evaluate(_TIMER_JS)
         for name in names:
-            pressed.append(name)
             root = page.locator(f'.attention-explorer[data-explorer="{name}"]').first
-            root.evaluate(_WATCH_EVENT_JS)
             root.scroll_into_view_if_needed()
-            page.evaluate("window.__kp.times = []")
-            before = int(root.evaluate("r => Number(r.dataset.paints || 0)"))
-            if root.locator("input[type=range]").count():
-                control, keys = root.locator("input[type=range]").first, None
-            else:
-                control = root.locator("input[type=text]").first
-                keys = typing_keys(page, control)
-                pressed[-1] += " (typing)"
-            times += _press_all(page, control, presses, wait_s, keys, "page")
-            painted = int(root.evaluate("r => Number(r.dataset.paints || 0)"))
-            if painted < before + presses:
-                return Result(problem=f"{name}: dataset.paints rose by {painted - before}, not {presses}")
+            r = _time_root(page, root, presses, wait_s)
+            if r.problem:
+                return Result(problem=f"{name}: {r.problem}")
+            times += r.times
+            pressed.append(f"{name} ({r.what})")
         return Result(times, what=", ".join(pressed))
     except TimeoutError as err:
         return Result(problem=str(err))
@@ -305,12 +269,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--presses", type=int, default=20, help="presses per chapter and place (default 20)")
     parser.add_argument("--chapters", help="comma-separated chapter stems or their starts, e.g. 01,04")
     parser.add_argument("--html", default=str(HTML), help="the built book (default _build/html)")
-    parser.add_argument("--baseline", help="another built book whose page weights are printed beside")
+    parser.add_argument("--baseline", help="another built book, pressed and weighed beside this one")
     parser.add_argument("--wait", type=float, default=10.0, help="seconds a press may take to paint (default 10)")
     parser.add_argument("--no-lab", action="store_true", help="skip JupyterLab")
-    parser.add_argument("--lab-view", choices=("both", "page", "core"), default="both",
-                        help="JupyterLab's explorers as the page view (anywidget, the limit applies), the core "
-                             "widgets (Colab's and ipywidgets 7's path, printed beside), or both (default)")
     parser.add_argument("--no-page", action="store_true", help="skip the hosted book (keypresses and weights)")
 
 
@@ -330,24 +291,23 @@ def run(args) -> int:
 
     from playwright.sync_api import sync_playwright
 
-    lab, page, weights, core = {}, {}, {}, None
+    lab, page, baseline, weights = {}, {}, {}, {}
     args.load = [os.getloadavg()[0]]
     with sync_playwright() as pw, tempfile.TemporaryDirectory(prefix="bench-keypress-") as home:
         browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
         if not args.no_lab:
-            views = {"both": ("page", "core"), "page": ("page",), "core": ("core",)}[args.lab_view]
-            measured = {view: lab_view(browser, Path(home) / view, stems, view, args) for view in views}
-            lab = measured[views[0]]
-            core = measured["core"] if len(views) == 2 else None
+            lab = lab_times(browser, Path(home), stems, args)
         if not args.no_page:
             with bench_pages.serve(html) as url, (bench_pages.serve(base) if base else bench_pages._none()) as b_url:
-                for stem in stems:
+                for stem in stems:  # this build and the baseline in turn, chapter by chapter: the same load
                     path = f"lessons/{stem}.html"
-                    if not (html / path).is_file():
-                        page[stem] = Result(problem=f"{path} is not built")
-                        continue
-                    page[stem] = page_chapter(browser, url + path, args.presses, args.wait)
-                    print(f"page {stem}: {page[stem].cell(PAGE_LIMIT_MS)} ({page[stem].what})", flush=True)
+                    page[stem] = (page_chapter(browser, url + path, args.presses, args.wait) if (html / path).is_file()
+                                  else Result(problem=f"{path} is not built"))
+                    if base:
+                        baseline[stem] = (page_chapter(browser, b_url + path, args.presses, args.wait)
+                                          if (base / path).is_file() else Result(problem=f"{path} is not built there"))
+                    print(f"page {stem}: {page[stem].cell(PAGE_LIMIT_MS)} ({page[stem].what})"
+                          + (f"; baseline {baseline[stem].cell(None)}" if base else ""), flush=True)
                 for path in [FRONT_PAGE] + [f"lessons/{s}.html" for s in stems]:
                     if (html / path).is_file():
                         this = bench_pages.Visit(browser, html, url, path, 1280)
@@ -356,44 +316,31 @@ def run(args) -> int:
                         weights[path] = (this, then)
         browser.close()
     args.load.append(os.getloadavg()[0])
-    return report(stems, lab, page, weights, args, core)
+    return report(stems, lab, page, weights, args, baseline)
 
 
-def lab_view(browser, home: Path, stems: list[str], view: str, args) -> dict:
-    """Time every chapter in a JupyterLab whose kernels show the explorers as ``view`` ("page" or "core",
-    set by attention_lab.explorers.view's environment variable, which the kernels inherit)."""
-    old = os.environ.get(VIEW_ENV)
-    os.environ[VIEW_ENV] = view
+def lab_times(browser, home: Path, stems: list[str], args) -> dict:
+    """Time every chapter in one JupyterLab."""
     results = {}
-    try:
-        # the limit is the page view's; the core widgets have one only when they are all that runs
-        limit = LAB_LIMIT_MS if view == "page" or args.lab_view == "core" else None
-        with LabServer(home, LAUNCH) as server:
-            for stem in stems:
-                t0 = time.monotonic()
-                results[stem] = lab_chapter(browser, server, stem, args.presses, args.wait)
-                print(f"JupyterLab ({view}) {stem}: {results[stem].cell(limit)} ({results[stem].what}; "
-                      f"{time.monotonic() - t0:.0f} s)", flush=True)
-    finally:
-        if old is None:
-            del os.environ[VIEW_ENV]
-        else:
-            os.environ[VIEW_ENV] = old
+    with LabServer(home, LAUNCH) as server:
+        for stem in stems:
+            t0 = time.monotonic()
+            results[stem] = lab_chapter(browser, server, stem, args.presses, args.wait)
+            print(f"JupyterLab {stem}: {results[stem].cell(LAB_LIMIT_MS)} ({results[stem].what}; "
+                  f"{time.monotonic() - t0:.0f} s)", flush=True)
     return results
 
 
-def report(stems, lab: dict, page: dict, weights: dict, args, core: dict | None = None) -> int:
-    """Print the side-by-side table; return the exit status (1 when a limit is missed or a part failed).
-
-    ``lab`` holds JupyterLab's times with the limit applied (the page view, unless only the core widgets
-    ran); ``core``, when given, the core widgets' times, printed beside without a limit."""
+def report(stems, lab: dict, page: dict, weights: dict, args, baseline: dict | None = None) -> int:
+    """Print the side-by-side table; return the exit status (1 when a limit is missed, a part failed, or a
+    chapter's page is slower than the baseline's beyond the p90 spread of the two)."""
     ok, problems = True, []
     print(f"\nkeypress -> painted picture, ms over {args.presses} presses: median, p90 (nearest rank)")
     if getattr(args, "load", None):  # times move with the machine's load: say what it was
         print(f"load average {args.load[0]:.1f} at the start, {args.load[-1]:.1f} at the end, on "
               f"{os.cpu_count()} CPUs")
-    print(f"{'chapter':<26} {'JupyterLab (limit 50)':<26} {'page (limit 16.7)':<26}"
-          + (f" {'JupyterLab core widgets':<26}" if core is not None else ""))
+    print(f"{'chapter':<26} {'JupyterLab (limit 25)':<26} {'page (limit 16.7)':<26}"
+          + (f" {'page, baseline':<26}" if baseline else ""))
     for stem in stems:
         row = f"{stem:<26}"
         for place, results, limit, skipped in (("JupyterLab", lab, LAB_LIMIT_MS, args.no_lab),
@@ -406,11 +353,11 @@ def report(stems, lab: dict, page: dict, weights: dict, args, core: dict | None 
             row += f" {('not measured' if r.problem else r.cell(limit)):<26}"
             if r.problem:
                 problems.append(f"{stem}, {place}: {r.problem}")
-        if core is not None:  # Colab's and ipywidgets 7's path, beside: no limit
-            r = core[stem]
-            row += f" {('not measured' if r.problem else f'{median(r.times):6.1f} {p90(r.times):6.1f}'):<26}"
-            if r.problem:
-                problems.append(f"{stem}, JupyterLab core widgets: {r.problem}")
+        if baseline:
+            b, r = baseline[stem], page[stem]
+            slower = not b.problem and not r.problem and median(r.times) > max(median(b.times), p90(b.times))
+            ok &= not slower
+            row += f" {('not measured' if b.problem else b.cell(None)):<26}" + ("  SLOWER" if slower else "")
         print(row)
     for problem in problems:
         print(f"  not measured: {problem}")

@@ -12,7 +12,10 @@ which the benchmarks use too.
 from __future__ import annotations
 
 import http.server
+import json
 import os
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -24,6 +27,31 @@ from course.layout import HTML, ROOT
 
 SCREENSHOTS = ROOT / "_build" / "screenshots"
 AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
+ENGINE = ROOT / "attention_lab" / "static" / "engine"
+
+
+class NodePage:
+    """The page engine's scripts run by Node with no browser (tests/js/evaluate.js): ``evaluate(fn, arg)``
+    as Playwright's ``page.evaluate`` takes it, so one test can ask the engine in Node and in Chromium."""
+
+    def __init__(self, scripts):
+        if shutil.which("node") is None:
+            missing("node is not installed: the engine's tests under Node need Node.js")
+        self.process = subprocess.Popen(["node", str(ROOT / "tests" / "js" / "evaluate.js"), *map(str, scripts)],
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+    def evaluate(self, fn: str, arg=None):
+        self.process.stdin.write(json.dumps({"fn": fn, "arg": arg}) + "\n")
+        self.process.stdin.flush()
+        reply = json.loads(self.process.stdout.readline() or '{"error": "node stopped"}',
+                           object_hook=lambda d: float(d["__float__"]) if set(d) == {"__float__"} else d)
+        if "error" in reply:
+            raise RuntimeError(f"the engine under Node raised: {reply['error']}")
+        return reply["value"]
+
+    def close(self):
+        self.process.stdin.close()
+        self.process.wait(timeout=10)
 
 
 def missing(reason: str):

@@ -64,7 +64,7 @@ def test_every_press_on_every_page_explorer_is_timed(browser, site):
     # two explorers; the second starts at its end, so the sweep must start leftwards to paint at all
     url = site("two.html", explorer("weights"), explorer("scores", value=8))
     result = bk.page_chapter(browser, url, presses=12, wait_s=5)
-    assert result.problem == "" and result.what == "weights, scores"
+    assert result.problem == "" and result.what == "weights (slider), scores (slider)"
     assert len(result.times) == 24 and all(0 < t < 5000 for t in result.times)
     assert bk.median(result.times) <= bk.p90(result.times) <= max(result.times)
 

@@ -1,7 +1,7 @@
-"""The engine in the page (book/_static/engine/attention.js) against torch, run in Chromium.
+"""The page engine's maths (attention_lab/static/engine/attention.js) against torch, under Node and in Chromium.
 
-The engine is loaded once into a blank page and each test asks it for numbers that torch computes
-here, in the test, on CPU in float32:
+The engine is loaded once into Node (browsing.NodePage, no browser) and once into a blank page, and each test
+asks both for numbers that torch computes here, in the test, on CPU in float32:
 
 - torch's generator: the raw mt19937 stream, ``torch.rand`` (exactly) and ``torch.randn`` (within
   1e-5: torch's vectorized Box-Muller rounds its last bits its own way) for many sizes and seeds,
@@ -12,7 +12,7 @@ here, in the test, on CPU in float32:
 - the inputs and pictures of chapters 2, 3 and 4's explorers, the causal mask, the trace of one
   weight, the vocabulary and the colour maps.
 
-Needs /usr/bin/chromium and playwright: without them these tests skip, except in CI (CI=true),
+Needs node, and /usr/bin/chromium with playwright: without them these tests skip, except in CI (CI=true),
 where they fail. Timings are printed (``-s``), never asserted.
 """
 
@@ -27,17 +27,18 @@ import pytest
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from browsing import ROOT
+from browsing import ENGINE, NodePage
 from matplotlib import colormaps
 from matplotlib.colors import Normalize
 
 matplotlib.use("Agg")
 
 from attention_lab import explorers, plots  # noqa: E402
+from attention_lab.explorers import learner  # noqa: E402
 from attention_lab.reference import ReferenceHead
 from attention_lab.text import encode, vocab
 
-ENGINE = ROOT / "book" / "_static" / "engine" / "attention.js"
+SCRIPT = ENGINE / "attention.js"
 TOL = 1e-5
 SIZES = (1, 2, 7, 15, 16, 17, 31, 32, 100, 384 * 5 + 3)
 SEEDS = (0, 1, 2, 3, 7, 42, 99, 123, 1000, 1337, 4242, 65535, 123456789, 2**31 - 1, 2**31, 2**32 - 1,
@@ -49,13 +50,19 @@ HEADS = [(1337, 16, 32), (0, 1, 8), (1, 2, 16), (2, 4, 32), (3, 7, 32), (42, 8, 
 TEXT = "First Citizen:\nBefore we proceed any further, hear me speak."
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="module", params=["node", "chromium"])
 def page(request):
+    """The engine under Node, then in a page of Chromium: either answers evaluate(fn, arg)."""
+    if request.param == "node":
+        p = NodePage([SCRIPT])
+        yield p
+        p.close()
+        return
     # the browser fixture (conftest.py) fails in CI, or skips, without Chromium or Playwright
     context = request.getfixturevalue("browser").new_context()
     p = context.new_page()
     p.set_content("<html><body></body></html>")
-    p.add_script_tag(path=str(ENGINE))
+    p.add_script_tag(path=str(SCRIPT))
     yield p
     context.close()
 
@@ -64,7 +71,7 @@ def js(page, body: str, arg=None):
     """Run ``body`` (a function body that sees E = the engine and ``arg``) in the page; return its value.
     ``pack(m)`` there sends a Float32Array or a matrix {rows, cols, data} as its bytes, which
     :func:`as_array` reads back, bit for bit, as a 1-D or (rows, cols) float32 array."""
-    wrapped = ("(arg) => { const E = window.AttentionEngine; const pack = (m) => {"
+    wrapped = ("(arg) => { const E = window.AttentionLab.engine; const pack = (m) => {"
                " const a = m.data || m, bytes = new Uint8Array(a.buffer, a.byteOffset, a.byteLength); let s = '';"
                " for (let i = 0; i < bytes.length; i += 8192) s += String.fromCharCode.apply(null, bytes.subarray(i, i + 8192));"
                " return {shape: m.data ? [m.rows, m.cols] : [a.length], b64: btoa(s)}; };"
@@ -178,7 +185,7 @@ def test_linear_and_embedding_start_as_torchs(page, seed):
 
 
 def torch_head(seed, d, block_size):
-    tok, pos, head = explorers._build_modules(ReferenceHead, d, block_size, seed)
+    tok, pos, head = learner.build(ReferenceHead, d, block_size, seed)
     ids = encode(TEXT[:block_size])
     with torch.no_grad():
         x = tok(torch.tensor([ids])) + pos(torch.arange(len(ids)))  # (1, T, C)
@@ -212,7 +219,7 @@ def test_a_head_from_kept_products_is_torchs_as_d_k_and_the_text_change(page):
                    " return [pack(r.weights), pack(r.out), pack(r.q)]; });",
              {"seed": seed, "block": block_size, "steps": steps, "vocab": "".join(vocab())})
     for (d, s), (w, out, q) in zip(steps, got):
-        tok, pos, head = explorers._build_modules(ReferenceHead, d, block_size, seed)
+        tok, pos, head = learner.build(ReferenceHead, d, block_size, seed)
         with torch.no_grad():
             x = tok(torch.tensor([encode(s)])) + pos(torch.arange(len(s)))  # (1, T, C)
             want_w, want_out, want_q = explorers.head_weights(head, x)[0], head(x)[0], head.query(x)[0]
@@ -229,7 +236,7 @@ def test_one_seeds_tables_serve_every_head_size_in_any_order(page):
                    " return arg.sizes.map(d => { const m = E.headFrom(t, d); return [m.key, m.query, m.value].map(pack); });",
              {"seed": seed, "block": block_size, "sizes": list(sizes)})
     for d, parts in zip(sizes, got):
-        _, _, head = explorers._build_modules(ReferenceHead, d, block_size, seed)
+        _, _, head = learner.build(ReferenceHead, d, block_size, seed)
         for name, a in zip(("key", "query", "value"), parts):
             assert_same_uniform_draws(as_array(a), getattr(head, name).weight.detach().numpy(), f"{name} at d_k={d}")
 
@@ -262,7 +269,7 @@ def as_matrix(t: torch.Tensor) -> dict:
 
 @pytest.mark.parametrize("d, T", [(1, 8), (16, 8), (37, 5), (128, 8)])
 def test_chapter_2s_raw_scores_use_the_first_d_k_columns(page, d, T):
-    ex = explorers.ScoresExplorer(static=False)
+    ex = explorers.ScoresExplorer()
     got = js(page, "const q = E.matrix(arg.q.rows, arg.q.cols, arg.q.data), k = E.matrix(arg.k.rows, arg.k.cols, arg.k.data);"
                    " return pack(E.attention(q, k, null, {headSize: arg.d, scale: false, mask: false}).raw);",
              {"q": as_matrix(ex.q_all[:T]), "k": as_matrix(ex.k_all[:T]), "d": d})
@@ -278,7 +285,7 @@ SEEDED += [("MaskingExplorer", (32, 16), T, {"mask": m}, {"T": T, "mask": m}) fo
 
 @pytest.fixture(scope="module")
 def seeded_explorers():
-    return {name: getattr(explorers, name)(static=False) for name in ("ScalingExplorer", "MaskingExplorer")}
+    return {name: getattr(explorers, name)() for name in ("ScalingExplorer", "MaskingExplorer")}
 
 
 @pytest.mark.parametrize("name, shape, T, options, controls", SEEDED)
@@ -375,8 +382,9 @@ def test_the_script_adds_one_global_and_nothing_else(browser):
         p = context.new_page()
         p.set_content("<html><body></body></html>")
         before = set(p.evaluate("Object.keys(window)"))
-        p.add_script_tag(path=str(ENGINE))
-        assert set(p.evaluate("Object.keys(window)")) - before == {"AttentionEngine"}
+        p.add_script_tag(path=str(SCRIPT))
+        assert set(p.evaluate("Object.keys(window)")) - before == {"AttentionLab"}
+        assert p.evaluate("Object.keys(window.AttentionLab)") == ["engine"]
     finally:
         context.close()
 

@@ -9,8 +9,8 @@ news or update checks. Every request that leaves localhost is aborted.
 Then, in headless Chromium, it opens a chapter, runs all cells, and checks what a reader sees: no raw MyST
 in the rendered text, exercise headings "Exercise N.k", every solution folded (code cells collapsed to their
 `#@title Solution to Exercise N.k` line, yet run; text answers in closed `<details>`), in-notebook links
-that land on their anchor, no error output, and an explorer whose picture changes when its slider is moved
-with the keyboard or its toggle clicked, the selected toggle carrying a check mark that follows the click.
+that land on their anchor, no error output, and an explorer (the page engine in a widget view) whose
+picture changes when its slider is moved with the keyboard or its toggle clicked.
 Screenshots go to _build/screenshots/jupyterlab-*.png.
 
 Skips when JupyterLab or Chromium is missing, except in CI (CI=true), where that fails.
@@ -177,10 +177,7 @@ def test_a_chapter_in_jupyterlab_reads_like_the_book(jupyterlab, browser, stem):
         assert explorer.count() == 1, f"{stem}: no explorer rendered"
         explorer.scroll_into_view_if_needed()
         explorer.screenshot(path=str(SCREENSHOTS / f"jupyterlab-{stem}-explorer-before.png"))
-        if explorer.locator(".attention-explorer[data-explorer]").count():
-            before, moved, after = _move_page_view(page, explorer.locator(".attention-explorer[data-explorer]"))
-        else:  # the core widgets (ATTENTION_LAB_VIEW=core)
-            before, moved, after = _move_core_widgets(page, stem, explorer)
+        before, moved, after = _move_page_view(page, explorer.locator(".attention-explorer[data-explorer]"))
         assert moved, f"{stem}: its explorer has neither a slider nor a toggle to move"
         assert after != before, "the picture did not change"
         page.wait_for_timeout(300)
@@ -231,56 +228,12 @@ def _move_page_view(page, root) -> tuple[str, list[str], str]:
     return before, moved, caption.inner_text()
 
 
-def _move_core_widgets(page, stem, explorer) -> tuple[str, list[str], str]:
-    """Press the core widgets' slider, click a toggle: (picture before, what moved, picture after)."""
-    picture = explorer.locator("img").first
-    before = picture.get_attribute("src")
-    moved = []
-    if explorer.locator(".widget-slider").count():
-        readout = explorer.locator(".widget-slider .widget-readout").first.inner_text()
-        handle = explorer.locator(".widget-slider .noUi-handle").first
-        at_end = float(handle.get_attribute("aria-valuenow")) >= float(handle.get_attribute("aria-valuemax"))
-        handle.focus()
-        page.keyboard.press("ArrowLeft" if at_end else "ArrowRight")
-        _picture_changes(page, explorer, before)
-        now = explorer.locator(".widget-slider .widget-readout").first.inner_text()
-        assert now != readout
-        moved.append(f"slider {readout} -> {now}")
-    if explorer.locator(".widget-toggle-buttons").count():
-        # the selected button carries a check mark (JupyterLab has none of the book's CSS); it moves
-        group = explorer.locator(".widget-toggle-buttons").first
-        marks = _toggle_marks(group)
-        assert [on for on, _ in marks].count(True) == 1, f"{stem}: no single selected toggle: {marks}"
-        assert all(on == mark for on, mark in marks), f"{stem}: the check mark is not on the selected toggle: {marks}"
-        src = picture.get_attribute("src")
-        group.locator("button:not(.mod-active)").first.click()
-        _picture_changes(page, explorer, src)
-        after_marks = _toggle_marks(group)
-        assert after_marks != marks and all(on == mark for on, mark in after_marks), after_marks
-        group.screenshot(path=str(SCREENSHOTS / f"jupyterlab-{stem}-toggle.png"))
-        moved.append(f"toggle {marks} -> {after_marks}")
-    return before, moved, picture.get_attribute("src")
-
-
-def _picture_changes(page, explorer, src: str) -> None:
-    page.wait_for_function("""([el, src]) => { const img = el.querySelector('img'); return img && img.src !== src; }""",
-                           arg=[explorer.element_handle(), src], timeout=30_000)
-
-
-def _toggle_marks(group) -> list[tuple[bool, bool]]:
-    """(selected, shows a check mark) for each button of a toggle group."""
-    return [tuple(pair) for pair in group.evaluate("""g => Array.from(g.querySelectorAll('button')).map(b => {
-        const i = b.querySelector('i.fa-check');
-        const shown = !!i && getComputedStyle(i).display !== 'none' && i.getBoundingClientRect().width > 0;
-        return [b.classList.contains('mod-active'), shown]; })""")]
-
-
 # the kernel's explorer: the last explorer a cell showed (IPython's Out), its values and matrix as JSON
 _KERNEL_EXPLORER = """
 import json as _json
 from attention_lab.explorers import Explorer as _Explorer
 _ex = [v for v in Out.values() if isinstance(v, _Explorer)][-1]
-print(_json.dumps({"values": _ex.values(), "matrix": _ex.matrix.tolist(), "view": _ex.view is not None}))
+print(_json.dumps({"values": _ex.values, "matrix": _ex.matrix.tolist()}))
 """
 
 _RUN_IN_KERNEL = f"""async code => {{
@@ -304,9 +257,9 @@ def _kernel_explorer(page) -> dict:
 
 
 def test_a_press_repaints_the_page_view_and_the_kernel_follows(jupyterlab, browser):
-    """In JupyterLab the explorer is the book's page explorer in an anywidget view: a press repaints it in
-    the browser (its paint counter rises, no kernel round trip), and once the kernel has caught up its
-    ``ex.matrix`` holds the numbers the view shows, for the same values."""
+    """In JupyterLab the explorer is the page engine in an anywidget view: a press repaints it in the browser
+    (its paint counter rises, no kernel round trip), and once the kernel has caught up its ``ex.matrix``
+    holds the numbers the view shows, for the same values."""
     stem = "04_masking_the_future"
     if not (ROOT / "notebooks" / f"{stem}.ipynb").is_file():
         missing(f"notebooks/{stem}.ipynb does not exist: run `make launch`")
@@ -316,10 +269,9 @@ def test_a_press_repaints_the_page_view_and_the_kernel_follows(jupyterlab, brows
         root = page.locator(".jp-OutputArea-output .attention-explorer[data-explorer]").first
         assert root.count() == 1, "no page view of the explorer rendered (anywidget's labextension missing?)"
         assert page.locator(".jp-OutputArea-output:has(.attention-explorer) img").count() == 0, \
-            "the core widgets' picture is shown beside the page view"
+            "the picture for front ends without widgets is shown beside the view"
         root.scroll_into_view_if_needed()
         first = _kernel_explorer(page)
-        assert first["view"], "the kernel's explorer has no page view"
         assert root.evaluate("r => r.attentionExplorer.values()") == first["values"]
 
         track = root.locator("input[type=range]").first
@@ -348,3 +300,61 @@ def test_a_press_repaints_the_page_view_and_the_kernel_follows(jupyterlab, brows
         print(f"\n{stem}: page view {first['values']} -> {shown['values']}; kernel followed, largest "
               f"difference {worst:.2g}")
         _assert_clean(visit)
+
+
+LEARNER_NOTEBOOK = [
+    "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\nfrom attention_lab import explorers",
+    '''class Head(nn.Module):
+    """A learner's head whose projections are made in another order: the engine cannot rebuild it."""
+
+    def __init__(self, C, head_size, block_size):
+        super().__init__()
+        self.value = nn.Linear(C, head_size, bias=False)
+        self.key = nn.Linear(C, head_size, bias=False)
+        self.query = nn.Linear(C, head_size, bias=False)
+        self.register_buffer("tril", torch.tril(torch.ones(block_size, block_size)))
+
+    def forward(self, x):
+        T = x.shape[1]
+        scores = self.query(x) @ self.key(x).transpose(-2, -1) / self.key.out_features ** 0.5
+        scores = scores.masked_fill(self.tril[:T, :T] == 0, float("-inf"))
+        return F.softmax(scores, dim=-1) @ self.value(x)''',
+    'explorers.head_explorer(Head=Head, text="First Citizen")',
+]
+
+
+def test_a_learners_head_is_computed_by_the_kernel_and_drawn_by_the_view(jupyterlab, browser):
+    """A Head the engine cannot rebuild: the kernel runs it for each setting (in a child process) and sends
+    its weights and q, k, v; the view draws them, and a press waits for the kernel's answer."""
+    stem = "99_learner_head"
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source) for source in LEARNER_NOTEBOOK],
+                                  metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
+                                                           "language": "python"}})
+    nbformat.write(nb, jupyterlab.home / "root" / "notebooks" / f"{stem}.ipynb")
+    with lab_notebook(browser, jupyterlab, stem, SCREENSHOTS / "jupyterlab-learner-head-failure.png") as (page, visit):
+        run_all_cells(page, 120)
+        root = page.locator(".jp-OutputArea-output .attention-explorer[data-explorer]").first
+        root.wait_for(timeout=20_000)
+        first = _kernel_explorer(page)
+        assert root.evaluate("r => r.attentionExplorer.values()") == first["values"]
+        assert _largest_difference(root.evaluate("r => r.attentionExplorer.weights()"), first["matrix"]) <= 1e-6
+        paints = int(root.evaluate("r => Number(r.dataset.paints)"))
+        track = root.locator("input[type=range]").first  # d_k
+        track.focus()
+        page.keyboard.press("ArrowLeft")
+        page.wait_for_function("([r, n]) => Number(r.dataset.paints) > n", arg=[root.element_handle(), paints],
+                               timeout=20_000)
+        shown = root.evaluate("r => ({values: r.attentionExplorer.values(), weights: r.attentionExplorer.weights()})")
+        kernel = _kernel_explorer(page)
+        assert shown["values"] == kernel["values"] and shown["values"]["head_size"] == 15
+        assert _largest_difference(shown["weights"], kernel["matrix"]) <= 1e-6
+        root.locator("td[data-i='3'][data-j='1']").click()  # the trace opens on the kernel's numbers
+        assert "Row 3 = query 3 's', column 1 = key 1 'i'" in root.locator(".explorer-trace").inner_text()
+        root.screenshot(path=str(SCREENSHOTS / "jupyterlab-learner-head.png"))
+        _assert_clean(visit)
+
+
+def _largest_difference(view: list, kernel: list) -> float:
+    assert [len(r) for r in view] == [len(r) for r in kernel], "the view and the kernel show other shapes"
+    return max(abs((w if w is not None else float("-inf")) - m) if m != float("-inf") else 0.0
+               for wr, mr in zip(view, kernel) for w, m in zip(wr, mr))

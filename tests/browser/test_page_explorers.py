@@ -1,7 +1,7 @@
-"""The hosted book's explorers (book/_static/engine/explorers.js) against the Python explorers, in Chromium.
+"""The page engine's explorers (attention_lab/static/engine/) against the Python explorers, in Chromium.
 
-Each explorer is built here in Python (``static=True``, so it records its page config), put into a blank
-page as book/_ext/page_explorers.py puts it into the book, and driven through its page controls. At 20
+Each explorer is built here in Python, its config put into a blank page as book/_ext/page_explorers.py
+puts it into the book, and driven through its page controls. At 20
 settings or more per explorer, most of them values no grid ever held, the page's picture must equal the
 Python explorer's ``compute()`` within 1e-5 and its caption must be the Python ``alt()`` word for word.
 A cell opened by click, by tap (a touch context) and by the keyboard shows the numbers torch gives for
@@ -12,6 +12,7 @@ chapter pages hold one page explorer each, no widget state and no widget manager
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -20,11 +21,12 @@ import torch.nn as nn
 from browsing import ROOT, built_page, chapter_pages, missing
 
 from attention_lab import explorers, text, training
+from attention_lab.explorers import view
 from attention_lab.reference import ReferenceHead
 
 import page_explorers  # book/_ext, on the tests' pythonpath
 
-ENGINE = ROOT / "book" / "_static" / "engine"
+ENGINE = ROOT / "attention_lab" / "static" / "engine"
 TOL = 1e-5
 LINES = ["GREMIO:", "Welcome, good Cambio.", "Good morrow, neighbour Baptista."]
 
@@ -39,13 +41,13 @@ def chapter5_start():
 def build_all():
     shipped = training.load_trained()
     return {
-        "average": explorers.average_explorer(T=8, max_T=24, static=True),
-        "scores": explorers.scores_explorer(static=True),
-        "scaling": explorers.scaling_explorer(static=True),
-        "masking": explorers.masking_explorer(static=True),
-        "head": explorers.head_explorer(text="ged, as ", seed=1337, start=chapter5_start(), static=True),
-        "head32": explorers.head_explorer(text="First Citizen:", block_size=32, static=True),
-        "trained": explorers.trained_explorer(shipped.trained, shipped.untrained, lines=LINES, static=True),
+        "average": explorers.average_explorer(T=8, max_T=24),
+        "scores": explorers.scores_explorer(),
+        "scaling": explorers.scaling_explorer(),
+        "masking": explorers.masking_explorer(),
+        "head": explorers.head_explorer(text="ged, as ", seed=1337, start=chapter5_start()),
+        "head32": explorers.head_explorer(text="First Citizen:", block_size=32),
+        "trained": explorers.trained_explorer(shipped.trained, shipped.untrained, lines=LINES),
     }
 
 
@@ -94,13 +96,12 @@ def load(context, built):
     p = context.new_page()
     errors = []
     p.on("pageerror", lambda e: errors.append(str(e)))
-    colours = json.loads(page_explorers.COLOUR_MAPS.read_text())
-    body = "".join(f'<section id="{name}">{page_explorers.explorer_html(ex.page_data, colours)}</section>'
+    body = "".join(f'<section id="{name}">{page_explorers.explorer_html(ex.config)}</section>'
                    for name, ex in built.items())
     p.set_content(f'<html lang="en"><head><meta name="viewport" content="width=device-width, initial-scale=1"><title>explorers</title></head><body><main>{body}</main></body></html>')
     p.add_style_tag(path=str(ROOT / "book" / "_static" / "course.css"))
-    for script in ("attention.js", "explorers.js"):
-        p.add_script_tag(path=str(ENGINE / script))
+    p.add_style_tag(content=view.css())
+    p.add_script_tag(content=view.page_source())
     p.wait_for_function("document.querySelectorAll('.attention-explorer[data-paints]').length === 7")
     assert errors == []
     return p
@@ -118,7 +119,7 @@ def as_matrix(rows):
 @pytest.mark.parametrize("name", list(SETTINGS))
 def test_page_weights_and_alt_equal_python_at_every_setting(page, built, name):
     ex = built[name]
-    values = dict(ex.page_data["values"])
+    values = dict(ex.config["values"])
     assert len(SETTINGS[name]) >= 20
     worst = 0.0
     for setting in SETTINGS[name]:
@@ -126,8 +127,7 @@ def test_page_weights_and_alt_equal_python_at_every_setting(page, built, name):
             said = run(page, name, "return X.set(arg[0], arg[1]);", [key, value])
             values[key] = value
             assert said == "", f"{name} {setting}: {said}"
-        values = run(page, name, "return X.values();")
-        py = {**values, **({"seed": int(values["seed"])} if "seed" in values else {})}
+        py = run(page, name, "return X.values();")
         result = ex.compute(py)
         got = as_matrix(run(page, name, "return X.weights();"))
         want = result["matrix"]
@@ -164,7 +164,7 @@ def torch_trace(ex, values, i, j):
         q, k, v = ex.q[:T, :d], ex.k[:T, :d], None
     with torch.no_grad():
         dot = float(q[i] @ k[j])
-        w = ex.compute({**values, **({"seed": int(values["seed"])} if "seed" in values else {})})["matrix"]
+        w = ex.compute(values)["matrix"]
         share = None
         if v is not None:
             sizes = v.norm(dim=-1).numpy()
@@ -252,8 +252,8 @@ def test_typed_numbers_apply_on_enter_and_bad_ones_get_a_message(page):
     ("head", "seed", "99999999999999999999", "Type a smaller seed."),
     ("trained", "trained", "yes", 'head must be one of true, false; got "yes".'),
     ("scores", "head_size", 0, "d_k (head_size) must be a whole number from 1 to 128; got \"0\"."),
-    ("scores", "head_size", True, "d_k (head_size) must be a whole number from 1 to 128; got \"true\"."),
-    ("head", "text", 12, "text must be a string of characters; got 12."),
+    ("scores", "head_size", True, "d_k (head_size) must be a whole number from 1 to 128; got true."),
+    ("head", "text", 12, 'text must be a string of characters; got "12".'),
     ("masking", "nope", 1, 'this explorer has no control "nope"; its controls are T, mask.'),
 ])
 def test_set_checks_a_value_as_the_controls_do_and_keeps_the_last_one(page, name, control, value, said):
@@ -292,7 +292,7 @@ def test_while_the_text_is_wrong_the_message_says_the_picture_is_the_last_that_w
     sel = "#head .attention-explorer"
     run(page, "head", "X.set('text', 'ged, as '); return X.set('head_size', 16);")
     said = run(page, "head", "X.set('text', 'héllo'); return X.set('head_size', 17);")
-    assert said.startswith("⚠ this character is not in the tiny-Shakespeare vocabulary: 'é'")
+    assert said.startswith("⚠ the tiny-Shakespeare vocabulary has no 'é'")
     shown = page.inner_text(f"{sel} .explorer-message")
     assert "still the last setting that worked" in shown and "d_k=16" in page.inner_text(f"{sel} .explorer-caption")
     assert page.evaluate(f"getComputedStyle(document.querySelector('{sel} .explorer-heat')).opacity") == "0.7"
@@ -354,7 +354,7 @@ def test_bad_text_gets_the_python_message_and_the_picture_stays(page, built, typ
     before = run(page, "head", "return X.weights();")
     said = run(page, "head", "const said = X.set('text', arg[0]); return arg[1] === null ? said : X.set('T', arg[1]);",
                [typed, T])
-    values = {**ex.values(), "text": typed, "T": T or ex.values()["T"]}
+    values = {**ex.values, "text": typed, "T": T or ex.values["T"]}
     with pytest.raises(explorers.BadInput) as err:
         ex.compute(values)
     assert said == "⚠ " + str(err.value)
@@ -430,19 +430,24 @@ def test_built_chapters_hold_a_page_explorer_and_no_widget_state(path):
     html = built_page(path).read_text()
     assert html.count('class="attention-explorer" data-explorer=') == 1
     assert "application/vnd.jupyter.widget-state+json" not in html and "embed.js" not in html
-    assert "engine/attention.js" in html and "engine/explorers.js" in html
+    assert "engine/explorers.js" in html and "engine/explorers.css" in html
 
 
 def test_no_pre_drawn_picture_remains(built):
     for ex in built.values():
-        assert "webp" not in json.dumps(ex.page_data).lower()
+        # no picture drawn in advance: neither an image's data URL nor a PNG's or WebP's bytes in base64
+        assert not re.search(r"data:image|iVBORw0KGgo|UklGR", json.dumps(ex.config))
 
 
 def test_the_engine_files_stay_out_of_statics_top_level():
     # Jupyter Book adds every .js at _static's top level to every page
-    top = {p.name for p in (ROOT / "book" / "_static").glob("*.js")}
+    top = {p.name for p in (ROOT / "_build" / "html" / "_static").glob("*.js")}
     assert not top & {"attention.js", "explorers.js"}
-    assert (ENGINE / "attention.js").is_file() and (ENGINE / "explorers.js").is_file()
+    built = ROOT / "_build" / "html" / "_static" / "engine"
+    if not built.is_dir():
+        missing("book not built: run `make book`")
+    assert (built / "explorers.js").read_text() == view.page_source()
+    assert (built / "explorers.css").read_text() == view.css()
 
 
 def test_first_visits_weigh_under_the_limits(browser):

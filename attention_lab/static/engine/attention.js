@@ -21,9 +21,9 @@
  * torch's to about 1e-6, not bit for bit.
  * Seeds: whole Numbers 0 .. 2**53, or BigInts 0 .. 2**64 - 1; torch keeps the low 32 bits.
  *
- * Kept honest by tests/browser/test_engine.py, which runs this file in Chromium and compares
+ * Kept honest by tests/test_engine.py, which runs this file under Node and in Chromium and compares
  * every draw, weight and picture with torch computed in the test.
- * Loads as a classic <script> (defines window.AttentionEngine only) or as a CommonJS module.
+ * Loads as a classic script (adds AttentionLab.engine) or as a CommonJS module (Node).
  */
 (function (root) {
   "use strict";
@@ -464,6 +464,6 @@
     buildHead: buildHead, buildTables: buildTables, headFrom: headFrom, headAt: headAt, matrix: matrix, at: at, embed: embed, linear: linear,
     attention: attention, head: head, trace: trace, encode: encode, colour: colour
   };
-  root.AttentionEngine = api;
+  (root.AttentionLab = root.AttentionLab || {}).engine = api;
   if (typeof module === "object" && module.exports) module.exports = api;
-})(typeof self !== "undefined" ? self : this);
+})(typeof globalThis !== "undefined" ? globalThis : this);
