@@ -1,4 +1,4 @@
-"""Self-host the book's third-party JavaScript: copy it from node_modules into book/_static/vendor/.
+"""Self-host the book's maths styles: copy KaTeX's stylesheet and fonts from node_modules into book/_static/vendor/.
 
     python -m course vendor            # `npm ci` when needed (and npm exists), then copy
     python -m course vendor --clean    # remove book/_static/vendor/ (the book then uses the CDNs)
@@ -6,13 +6,8 @@
 `make book` runs this before building. The packages and their exact versions come from the committed
 `package.json` and `package-lock.json`; the copies are never committed (book/_static/vendor/ is in
 .gitignore). The Sphinx extension book/_ext/selfhosted_assets.py reads the manifest written here and
-points myst-nb's `nb_ipywidgets_js` at the widget manager and renders the maths with KaTeX at build time,
-styled by the copied KaTeX stylesheet and fonts; without it (no Node on the machine) the book still
-builds, loads the widget manager from a CDN, leaves the maths to MathJax from a CDN, and says so.
-
-Why a subfolder: Jupyter Book 1 adds every `.js` under a top-level `_static/` to every page, and a
-widget bundle loaded twice breaks the widgets. This book's static folder is `book/_static/` (declared
-in `_config.yml`), which Jupyter Book does not scan, and the bundles sit in `vendor/` below it.
+renders the maths with KaTeX at build time, styled by the copied stylesheet and fonts; without it (no
+Node on the machine) the book still builds, leaves the maths to MathJax from a CDN, and says so.
 """
 
 from __future__ import annotations
@@ -24,21 +19,11 @@ import subprocess
 from course.layout import NODE_MODULES, ROOT, VENDOR
 MANIFEST = VENDOR / "manifest.json"
 
-# what the built book loads, relative to book/_static/; the extension reads these keys from the manifest
-HTML_MANAGER_JS = "vendor/html-manager/embed.js"
+# what the built book loads, relative to book/_static/; the extension reads this key from the manifest
 KATEX_CSS = "vendor/katex/katex.min.css"
 
 # (package, source relative to the package, destination relative to VENDOR); a directory is copied whole
 COPIES = [
-    # the plain embed bundle: the core widgets and no module loader, half the AMD bundle (embed-amd.js, myst-nb's
-    # default, which also needs require.js); it finds its Font Awesome fonts next to itself (webpack's
-    # publicPath from its own <script src>)
-    ("@jupyter-widgets/html-manager", "dist/embed.js", "html-manager/embed.js"),
-    ("@jupyter-widgets/html-manager", "dist/*.woff2", "html-manager/"),
-    ("@jupyter-widgets/html-manager", "dist/*.woff", "html-manager/"),
-    ("@jupyter-widgets/html-manager", "dist/*.ttf", "html-manager/"),
-    ("@jupyter-widgets/html-manager", "dist/*.eot", "html-manager/"),
-    ("@jupyter-widgets/html-manager", "dist/*.svg", "html-manager/"),
     # KaTeX's stylesheet and fonts for the maths sphinxcontrib-katex renders to HTML at build time (its
     # katex_prerender, with the katex.min.js of the same version that the Python package ships)
     ("katex", "dist/katex.min.css", "katex/katex.min.css"),
@@ -87,7 +72,6 @@ def copy_all() -> dict:
             else:
                 shutil.copy2(s, target)
     manifest = {
-        "html_manager_js": HTML_MANAGER_JS,
         "katex_css": KATEX_CSS,
         "versions": {p: package_version(p) for p in sorted({c[0] for c in COPIES})},
     }
@@ -108,7 +92,7 @@ def run(args) -> int:
         shutil.rmtree(VENDOR, ignore_errors=True)
         notice(
             "NOTICE: npm is not installed and node_modules/ is missing, so nothing is self-hosted: the book "
-            "will load the widget manager and MathJax from third-party CDNs when read. "
+            "will load MathJax from a third-party CDN when read. "
             "Install Node.js (npm) and rerun `make book` for a self-contained book."
         )
         return 0

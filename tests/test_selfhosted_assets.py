@@ -1,4 +1,4 @@
-"""The build picks self-hosted JavaScript when it was vendored, and falls back to the CDNs, saying so."""
+"""The build renders the maths with the vendored KaTeX when it is there, and falls back to MathJax's CDN, saying so."""
 
 import json
 import logging
@@ -13,13 +13,8 @@ from sphinxcontrib import katex
 
 ROOT = Path(__file__).resolve().parents[1]
 
-CDN = {"https://cdn.example/require.min.js": {"integrity": "x"},
-       "https://cdn.example/html-manager@1/dist/embed-amd.js": {"data-jupyter-widgets-cdn": "y"}}
-
-
-def config(js_files=()):
-    return SimpleNamespace(html_js_files=list(js_files), nb_ipywidgets_js=dict(CDN), mathjax_path="https://cdn/mathjax.js",
-                           html_math_renderer=None)
+def config():
+    return SimpleNamespace(mathjax_path="https://cdn/mathjax.js", html_math_renderer=None)
 
 
 def app(srcdir):
@@ -30,19 +25,17 @@ def app(srcdir):
 
 def vendored(srcdir: Path):
     static = srcdir / "book" / "_static"
-    files = {"html_manager_js": "vendor/html-manager/embed.js", "katex_css": "vendor/katex/katex.min.css"}
+    files = {"katex_css": "vendor/katex/katex.min.css"}
     for rel in files.values():
         (static / rel).parent.mkdir(parents=True, exist_ok=True)
         (static / rel).write_text("// stand-in")
     (static / "vendor" / "manifest.json").write_text(json.dumps({**files, "versions": {"katex": katex.katex_version}}))
 
 
-def test_vendored_files_are_served_from_the_book_in_load_order_and_maths_is_rendered_at_build_time(tmp_path):
+def test_vendored_katex_renders_the_maths_at_build_time(tmp_path):
     vendored(tmp_path)
     cfg, a = config(), app(tmp_path)
     ext.choose_assets(a, cfg)
-    assert list(cfg.nb_ipywidgets_js) == [ext.SETUP_JS, "vendor/html-manager/embed.js"]
-    assert not any(str(k).startswith("http") for k in cfg.nb_ipywidgets_js)
     # KaTeX turns each formula into HTML while the book builds; the pages load its stylesheet from the book
     assert a.extensions == ["sphinxcontrib.katex"]
     assert (cfg.html_math_renderer, cfg.katex_prerender, cfg.katex_css_path) == ("katex", True, "vendor/katex/katex.min.css")
@@ -69,12 +62,9 @@ def test_without_node_the_build_falls_back_to_the_cdns_and_says_so(tmp_path, mon
     a = app(tmp_path)
     with caplog.at_level(logging.INFO):
         ext.choose_assets(a, cfg)
-    # the CDN's widget manager as its plain bundle, without require.js
-    assert list(cfg.nb_ipywidgets_js) == [ext.SETUP_JS, "https://cdn.example/html-manager@1/dist/embed.js"]
-    assert cfg.nb_ipywidgets_js["https://cdn.example/html-manager@1/dist/embed.js"] == CDN[list(CDN)[1]]
     # the maths is left to Sphinx's default renderer, MathJax from its CDN
     assert (a.extensions, cfg.html_math_renderer, cfg.mathjax_path) == ([], None, "https://cdn/mathjax.js")
-    assert "third-party CDNs" in caplog.text
+    assert "third-party CDN" in caplog.text
 
 
 def test_the_deploy_build_refuses_to_fall_back(tmp_path, monkeypatch):
@@ -83,22 +73,8 @@ def test_the_deploy_build_refuses_to_fall_back(tmp_path, monkeypatch):
         ext.choose_assets(app(tmp_path), config())
 
 
-def test_a_vendored_bundle_listed_for_every_page_is_refused(tmp_path):
-    vendored(tmp_path)
-    with pytest.raises(ConfigError, match="html_js_files"):
-        ext.choose_assets(app(tmp_path), config(["vendor/html-manager/embed.js"]))
-
-
 def test_a_manifest_naming_missing_files_is_refused(tmp_path):
     vendored(tmp_path)
     (tmp_path / "book" / "_static" / "vendor" / "katex" / "katex.min.css").unlink()
     with pytest.raises(ConfigError, match="missing"):
-        ext.choose_assets(app(tmp_path), config())
-
-
-def test_a_manifest_from_before_the_plain_bundle_is_refused(tmp_path):
-    vendored(tmp_path)
-    manifest = tmp_path / "book" / "_static" / "vendor" / "manifest.json"
-    manifest.write_text(json.dumps({**json.loads(manifest.read_text()), "html_manager_js": "vendor/html-manager/embed-amd.js"}))
-    with pytest.raises(ConfigError, match="rerun"):
         ext.choose_assets(app(tmp_path), config())

@@ -1,15 +1,16 @@
-"""Serve the widget manager from the book's own static files, and render the maths at build time, when they exist.
+"""Render the maths at build time, with KaTeX's stylesheet and fonts served from the book, when they exist.
 
-`python -m course vendor` (run by `make book`) copies html-manager's bundle and KaTeX's stylesheet and fonts
-from node_modules into book/_static/vendor/ and writes vendor/manifest.json. At build time this
-extension reads the manifest:
-- present: myst-nb's `nb_ipywidgets_js` points at the copied widget manager (relative to _static/, so
-  every page, nested or not, finds it), and sphinxcontrib-katex turns every formula into HTML while the
-  book builds (`katex_prerender`, which runs `node`), styled by the copied KaTeX stylesheet: pages load
-  no maths script at all, and the book makes no third-party request;
-- absent (no Node on the machine): the widget manager comes from a CDN and the maths is left to
-  Sphinx's default MathJax 3, also from a CDN, and the build log says so in a notice (not a warning, so
-  `-W` builds still pass). Set BOOK_REQUIRE_SELFHOSTED=1 to make it an error, as the deploy workflow does.
+`python -m course vendor` (run by `make book`) copies KaTeX's stylesheet and fonts from node_modules into
+book/_static/vendor/ and writes vendor/manifest.json. At build time this extension reads the manifest:
+- present: sphinxcontrib-katex turns every formula into HTML while the book builds (`katex_prerender`,
+  which runs `node`), styled by the copied stylesheet: pages load no maths script at all, and the book
+  makes no third-party request;
+- absent (no Node on the machine): the maths is left to Sphinx's default MathJax 3 from a CDN, and the
+  build log says so in a notice (not a warning, so `-W` builds still pass). Set
+  BOOK_REQUIRE_SELFHOSTED=1 to make it an error, as the deploy workflow does.
+
+No page loads a widget manager: the explorers are drawn by the page engine (book/_ext/page_explorers.py)
+and no chapter stores widget state.
 """
 
 from __future__ import annotations
@@ -29,45 +30,24 @@ logger = logging.getLogger(__name__)
 
 STATIC = Path("book") / "_static"
 MANIFEST = STATIC / "vendor" / "manifest.json"
-SETUP_JS = "widgets_setup.js"  # book/_static/widgets_setup.js: slider names, MathJax 3 shim
-# html-manager's plain bundle (core widgets, no module loader); myst-nb's default is the AMD bundle plus
-# require.js, twice the bytes, which only a page with third-party widget modules needs (this book has none)
-AMD_BUNDLE, PLAIN_BUNDLE = "embed-amd.js", "embed.js"
 
 
 def choose_assets(app: Sphinx, config: Config) -> None:
     srcdir = Path(app.srcdir)
     manifest_path = srcdir / MANIFEST
-    for entry in config.html_js_files:
-        name = entry[0] if isinstance(entry, (tuple, list)) else entry
-        if str(name).startswith("vendor/"):
-            # Jupyter Book adds every .js under a top-level _static/ to every page: a second copy of a bundle
-            raise ConfigError(f"{name} is in html_js_files; vendored bundles must be loaded only by the extension")
     if manifest_path.is_file():
         manifest = json.loads(manifest_path.read_text())
-        if manifest.get("html_manager_js", "").endswith(AMD_BUNDLE):
-            # written by an older course/vendor_js.py: the AMD bundle would load without its require.js
-            raise ConfigError(f"{MANIFEST} names html-manager's {AMD_BUNDLE}; rerun `python -m course vendor`")
-        missing = [k for k in ("html_manager_js", "katex_css") if not (srcdir / STATIC / manifest.get(k, "-")).is_file()]
-        if missing:
-            raise ConfigError(f"{MANIFEST} lists files that are missing ({missing}); rerun `python -m course vendor`")
-        # order matters: the setup shim registers its `load` handler before the widget bundle's
-        config.nb_ipywidgets_js = {SETUP_JS: {}, manifest["html_manager_js"]: {}}
+        if not (srcdir / STATIC / manifest.get("katex_css", "-")).is_file():
+            raise ConfigError(f"{MANIFEST} names a stylesheet that is missing; rerun `python -m course vendor`")
         use_katex(app, config, manifest)
         versions = ", ".join(f"{k} {v}" for k, v in manifest.get("versions", {}).items())
-        logger.info(bold("self-hosted assets: ") + f"html-manager and KaTeX's stylesheet from _static/vendor/, "
-                    f"maths rendered by KaTeX at build time ({versions})")
+        logger.info(bold("self-hosted assets: ") + f"KaTeX's stylesheet from _static/vendor/, maths rendered by "
+                    f"KaTeX at build time ({versions})")
         return
     if os.environ.get("BOOK_REQUIRE_SELFHOSTED") == "1":
         raise ConfigError(f"BOOK_REQUIRE_SELFHOSTED=1 but {MANIFEST} is missing: run `npm ci && python -m course vendor`")
-    # the CDN defaults' widget manager, as its plain bundle (no require.js), after the setup shim
-    manager_url, manager_attrs = next((url, attrs) for url, attrs in config.nb_ipywidgets_js.items() if AMD_BUNDLE in url)
-    config.nb_ipywidgets_js = {SETUP_JS: {}, manager_url.replace(AMD_BUNDLE, PLAIN_BUNDLE): manager_attrs}
-    logger.info(
-        bold("NOTICE: ")
-        + f"{MANIFEST} not found (Node/npm missing?): this book will load the widget manager and "
-        "MathJax from third-party CDNs when read. Run `make book` on a machine with npm for a self-contained book."
-    )
+    logger.info(bold("NOTICE: ") + f"{MANIFEST} not found (Node/npm missing?): this book will load MathJax from a "
+                "third-party CDN when read. Run `make book` on a machine with npm for a self-contained book.")
 
 
 def use_katex(app: Sphinx, config: Config, manifest: dict) -> None:
