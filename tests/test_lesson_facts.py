@@ -38,6 +38,11 @@ FACTS = [
     ("04_masking_the_future", "for name, fill in fills", "fill finfo.min: future weights all exactly 0: True"),
     ("04_masking_the_future", "for name, fill in fills", "fill      -100: future weights all exactly 0: False"),
     ("04_masking_the_future", "hide_all = torch.ones", "-inf: tensor([nan, nan, nan])\n-1e9: tensor([0.33, 0.33, 0.33])"),
+    # chapter 4 (issue 35): the nan comes from the softmax's first step, -inf - (-inf), before any 0/0;
+    # F.scaled_dot_product_attention gives zeros for a row with no key left, on the math and flash paths
+    ("04_masking_the_future", "hide_all = torch.ones", "-inf minus the row's largest entry: tensor([nan, nan, nan])"),
+    ("04_masking_the_future", "allowed[:, 0] = False", "MATH            row 0 all zeros: True, any nan: False\n"
+     "FLASH_ATTENTION row 0 all zeros: True, any nan: False"),
     ("04_masking_the_future", "torch.equal(F.softmax(equal", "softmax of equal scores is Fig. 2's w: True"),
     # chapter 4: e^-103 is rounded to the smallest subnormal; the smallest normal; float16's fills
     ("04_masking_the_future", "info = torch.finfo(torch.float32)",
@@ -275,3 +280,50 @@ def test_chapter_6_a_residual_connection_lowers_the_loss_and_turns_the_head_to_t
     right = next(a for a in config["answers"] if a["right"])
     assert right["choice"] == "ab"[residual.index(max(residual[:2]))] == "b"
     assert f"{residual[1]:.3f} of its weight to the character before and {residual[0]:.3f}" in right["say"]
+
+
+# issue 35, the fourth read: each corrected claim read from the output that shows it, and the prose beside it
+
+def markdown_after(stem, snippet):
+    """The markdown cell right after the (non-solution) code cell whose source holds ``snippet``."""
+    nb = nbformat.read(LESSONS / f"{stem}.ipynb", as_version=4)
+    i = next(n for n, c in enumerate(nb.cells) if c.cell_type == "code" and snippet in c.source
+             and "solution" not in c.metadata.get("tags", []))
+    return nb.cells[i + 1].source
+
+
+def test_chapter_2_the_range_widens_by_about_the_square_root_of_eight_and_the_prose_quotes_the_draws():
+    """From d_k = 16 to 128 the range of the raw scores grows like sqrt(128 / 16) = 2.8, not four times:
+    the explorer's draw (3.7) and twenty draws of the same kind surround 2.8, and the prose quotes them."""
+    out = output_of("02_queries_keys_values", "def widened(layer)")
+    explorer = float(out.split("the explorer's draw:")[1].split()[0])
+    low, high = (float(v.rstrip(",")) for v in out.split("20 draws:")[1].split()[0:3:2])
+    median = float(out.split("median")[1].split(";")[0])
+    assert low < 8 ** 0.5 < high and low <= median <= high and low <= explorer <= high, out
+    assert abs(median - 8 ** 0.5) < 1.0, out
+    prose = markdown_after("02_queries_keys_values", "def widened(layer)")
+    for number in (f"{explorer:.1f} times", f"{low:.1f} to {high:.1f}", f"{median:.1f}"):
+        assert number in prose, (number, prose)
+    nb = nbformat.read(LESSONS / "02_queries_keys_values.ipynb", as_version=4)
+    assert not [c for c in nb.cells if "four times" in c.source], "the old claim is back"
+
+
+def test_chapter_4_flush_to_zero_is_said_where_the_underflow_threshold_is():
+    """e^z is 0 below about -104, or from about -87.3 (the smallest normal float32, cell 46's output) where
+    subnormals flush to zero: the summary and the glossary say both, as the chapter's output prints."""
+    out = output_of("04_masking_the_future", "info = torch.finfo(torch.float32)")
+    normal = out.split("smallest normal:")[1].split("= e^")[1].split()[0]
+    assert normal == "-87.3", out
+    nb = nbformat.read(LESSONS / "04_masking_the_future.ipynb", as_version=4)
+    summary = next(c.source for c in nb.cells if c.source.startswith("## Summary"))
+    glossary = (LESSONS.parent / "book" / "glossary.md").read_text().split("underflow\n", 1)[1].split("\n\n")[0]
+    for text in (summary, glossary):
+        assert "-104" in text and normal in text and "flush" in text, text
+
+
+def test_chapter_4_says_why_an_all_masked_row_is_nan_and_what_sdpa_gives():
+    prose = markdown_after("04_masking_the_future", "hide_all = torch.ones")
+    assert "first step of the softmax" in prose and "returns zeros" in prose, prose
+    nb = nbformat.read(LESSONS / "04_masking_the_future.ipynb", as_version=4)
+    text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    assert "-\\infty - (-\\infty)" in text and "0/0" not in text.split("## Summary")[1].split("## Exercises")[0]
