@@ -551,21 +551,39 @@ def ch6_uniform(vocab_size):
         {"rel": 0.01})
 
 
-@question("ch6-perplexity")
-def ch6_perplexity(losses, name="HeadLM", baseline="BigramLM"):
-    loss, other = float(losses[name]), float(losses[baseline])
-    right = math.exp(loss)
-    return number_question(
-        "ch6-perplexity", "6.2", f"the perplexity of {name}: how many equally likely characters its "
-                                 f"validation loss of {loss:.3f} stands for", right,
-        f"e^{loss:.3f} ≈ {right:.1f}: guessing evenly among {right:.1f} characters would give the same loss, "
-        f"against {math.exp(other):.1f} for {baseline} and 65 for a uniform guess.",
-        [(10 ** loss, "10^loss undoes a logarithm base 10; cross-entropy uses the natural log, so take e^loss."),
-         (2 ** loss, "2^loss undoes a loss in bits; F.cross_entropy measures nats, so take e^loss."),
-         (math.exp(-loss), f"e^−loss = {math.exp(-loss):.3f} is the probability that loss stands for, one in "
-                           "the number of equally likely characters: invert it."),
-         (math.exp(other), f"that is {baseline}'s perplexity, e^{other:.3f}; {name}'s loss is {loss:.3f}.")],
-        {"rel": 0.02})
+@question("ch6-identity")
+def ch6_identity(identity, losses, head="HeadLM", bigram="BigramLM"):
+    """``identity``: the shipped model whose attention is fixed to the identity (each query reads its own
+    value vector only); ``losses``: the chapter's validation losses of the head model and the bigram."""
+    from attention_lab import training  # chapter 6's models; imported here, where the question needs it
+
+    loss = training.validation_loss(identity)
+    h, b = float(losses[head]), float(losses[bigram])
+    right = "a" if loss > b - 0.02 else ("c" if abs(loss - h) <= 0.02 else ("d" if loss < h else "b"))
+    return choice_question(
+        "ch6-identity", "6.2", f"IdentityLM is {head} with its attention weights fixed to the identity: each "
+                               "position reads its own value vector and nothing before it. Trained the same way, "
+                               "where does its validation loss land?",
+        {"a": f"About the bigram's {b:.3f}: without a look back it knows the current character and its "
+              "position, which is what a bigram table knows.",
+         "b": f"Between the bigram's {b:.3f} and {head}'s {h:.3f}: its value projection and lm_head are "
+              "layers the bigram does not have.",
+         "c": f"About {head}'s {h:.3f}: the gain came from the embeddings and the extra layers, not from "
+              "looking back.",
+         "d": f"Below {head}'s {h:.3f}: a fixed attention is one thing less to learn."},
+        right,
+        f"IdentityLM scores {loss:.3f}, no better than the bigram's {b:.3f}. Its tables, its value projection "
+        f"and lm_head see only the current character and its position, and the position says nothing about "
+        f"the next character: they can learn what the bigram's table holds, and no more. So the "
+        f"{b - h:.3f} by which {head} beats the bigram is what its look back buys.",
+        {"a": f"IdentityLM scores {loss:.3f} here, against the bigram's {b:.3f}.",
+         "b": f"more layers are not more information: every layer of IdentityLM sees the current character and "
+              f"its position only, a bigram's knowledge (the position says next to nothing about the next "
+              f"character). IdentityLM scores {loss:.3f}, the bigram {b:.3f}.",
+         "c": f"without the look back the gain is gone: IdentityLM scores {loss:.3f}, no better than the "
+              f"bigram's {b:.3f}, where {head} scores {h:.3f}.",
+         "d": f"fixing the attention takes away the only way to see an earlier character: IdentityLM scores "
+              f"{loss:.3f}, no better than the bigram's {b:.3f}."})
 
 
 def _most_weight(places: dict, even: float) -> tuple[str, str]:

@@ -162,8 +162,8 @@ def test_check_names_every_stored_answer_and_says_when_none_matches(stem, config
 
 
 def test_a_question_not_asked_in_this_kernel_says_to_run_its_cell():
-    questions._asked.pop("ch1-weight", None)
-    said = questions.check("ch1-weight", 0.2)
+    questions._asked.pop("ch1-column", None)
+    said = questions.check("ch1-column", 0.2)
     assert said.right is None and "run the question's cell above" in said.message
     assert "the questions are" in questions.check("ch9-nothing", 1).message
     with pytest.raises(KeyError, match="no question 'ch9-nothing'"):
@@ -310,3 +310,32 @@ def test_question_4_1_no_longer_names_a_mistake_the_printed_scores_rule_out():
     """The printed scores are already scaled: 'no scaling' cannot happen there, 'scaled again' can."""
     says = " ".join(a["say"] for a in stored_config("ch4-row-one")["answers"])
     assert "no 1/√d_k scaling" not in says and "scaled twice" in says
+
+
+REWORKED_6 = [
+    ("ch6-identity", "a", True, "no better than the bigram's"),
+    ("ch6-identity", "b", False, "more layers are not more information"),
+    ("ch6-identity", "c", False, "without the look back the gain is gone"),
+    ("ch6-identity", "d", False, "the only way to see an earlier character"),
+    ("ch6-residual", "a", False, "only road to lm_head"),
+    ("ch6-residual", "b", True, "free to fetch the one before"),
+]
+
+
+@pytest.mark.parametrize("qid, answer, right, words", REWORKED_6, ids=[f"{q}:{a}" for q, a, _, _ in REWORKED_6])
+def test_chapter_6s_reworked_questions_name_each_mistake(qid, answer, right, words):
+    said = verdict_for(qid, answer)
+    assert said.right is right and words in said.message, said.message
+
+
+def test_the_identity_question_takes_its_answer_from_the_shipped_model():
+    """Question 6.2 computes IdentityLM's validation loss from the weights it is given: the stored right
+    letter is the one that loss makes right, and its message quotes the loss the chapter prints after it."""
+    import nbformat as nbf
+    nb = nbf.read(ROOT / "lessons" / "06_trained_head.ipynb", as_version=4)
+    printed = next("".join(o.get("text", "")) for c in nb.cells if "class IdentityLM(HeadLM)" in c.source
+                   for o in c.outputs)
+    loss = float(printed.split("IdentityLM")[1].split()[0])
+    config = stored_config("ch6-identity")
+    right = next(a for a in config["answers"] if a["right"])
+    assert right["choice"] == "a" and f"IdentityLM scores {loss:.3f}" in right["say"]

@@ -121,14 +121,14 @@ def to_toggle(p, sel, cells):
 
 
 def test_fractions_commas_and_an_empty_box(page):
-    sel = "#ch1-weight .attention-question"
-    for typed in ("1/6", "0,1667", " 0.167 "):
+    sel = "#ch1-column .attention-question"  # 1 + 1/2 + ... + 1/8 = 761/280
+    for typed in ("761/280", "2,718", " 2.718 "):
         page.fill(f"{sel} input[type=text]", typed)
         page.press(f"{sel} input[type=text]", "Enter")
-        assert feedback(page, "ch1-weight")[1] == "right", typed
+        assert feedback(page, "ch1-column")[1] == "right", typed
     page.fill(f"{sel} input[type=text]", "")
     page.click(f"{sel} .question-check")
-    assert feedback(page, "ch1-weight") == ("Type a number first, such as 0.25 or 1/4.", "bad")
+    assert feedback(page, "ch1-column") == ("Type a number first, such as 0.25 or 1/4.", "bad")
     page.fill("#ch3-gradient .attention-question input[type=text]", "1.05e-1")
     page.press("#ch3-gradient .attention-question input[type=text]", "Enter")
     assert feedback(page, "ch3-gradient")[1] == "right"
@@ -144,6 +144,9 @@ REWORKED = [
     ("ch4-row-one", "0.352", "mistake", "scaled twice"),
     ("ch4-row-one", "1/3", "mistake", "plain average"),
     ("ch4-all-masked", "a", "mistake", "F.scaled_dot_product_attention gives: it returns zeros"),
+    ("ch6-identity", "b", "mistake", "more layers are not more information"),
+    ("ch6-identity", "a", "right", "no better than the bigram's"),
+    ("ch6-residual", "a", "mistake", "only road to lm_head"),
 ]
 
 
