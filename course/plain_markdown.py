@@ -210,8 +210,7 @@ class Converter:
             self.fail(f"`{{{d.name}}}` where the conversion did not expect it; a solution's markers go in "
                       "cells of their own (CONTRIBUTING.md, Exercises)")
         if d.name == "aside-start":  # book/_ext/asides.py folds the cells up to {aside-end}
-            return [f"> **Aside: {self.inline(d.arg)}** For the curious: the chapter goes on after the end of "
-                    "the aside, below.", ""]
+            return [f"> **{self.inline(d.arg)}** An aside: the chapter goes on after its end, below.", ""]
         if d.name == "aside-end":
             return ["*End of the aside.*", ""]
         if d.name in ADMONITIONS:

@@ -164,7 +164,7 @@ def test_the_fixture_converts_to_plain_markdown_with_solutions_folded(converted)
     assert "> **Note**" in text and "<summary>A titled aside</summary>" in text
     # an aside around cells (book/_ext/asides.py): a line where it starts, one where it ends, the cells between
     sources = [c.source for c in converted.cells]
-    start = next(n for n, s in enumerate(sources) if s.startswith("> **Aside: A closed aside around code cells**"))
+    start = next(n for n, s in enumerate(sources) if s == "> **A closed aside around code cells** An aside: the chapter goes on after its end, below.")
     assert sources[start + 1 : start + 4] == ["Text inside the aside, before its code.", 'print("inside the aside")',
                                               "*End of the aside.*"]
     assert '<a id="fig-fixture-image"></a>![a small picture](https://raw.githubusercontent.com/' in text
