@@ -325,7 +325,7 @@ def test_chapter_4_flush_to_zero_is_said_where_the_underflow_threshold_is():
 
 
 def test_chapter_4_says_why_an_all_masked_row_is_nan_and_what_sdpa_gives():
-    prose = markdown_after("04_masking_the_future", "hide_all = torch.ones")
+    prose = " ".join(markdown_after("04_masking_the_future", "hide_all = torch.ones").split())
     assert "first step of the softmax" in prose and "returns zeros" in prose, prose
     nb = nbformat.read(LESSONS / "04_masking_the_future.ipynb", as_version=4)
     text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
