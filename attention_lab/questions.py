@@ -240,28 +240,41 @@ def _tril(T):
     return torch.tril(torch.ones(T, T))
 
 
-@question("ch1-weight")
-def ch1_weight(w):
-    T, (i, j) = len(w), (5, 2)
-    tril = _tril(T)
-    counts = tril.sum(dim=1, keepdim=True)  # (T, 1): t + 1
-    triu = torch.triu(torch.ones(T, T))
-    return number_question(
-        "ch1-weight", "1.1", f"w[{i}, {j}], the weight row {i} gives to position {j}", w[i, j],
-        f"row {i} averages positions 0 to {i}, {i + 1} tokens, so each gets 1/{i + 1} ≈ {fmt(w[i, j])}; "
-        f"the entries after position {i} are 0.",
-        [(tril[i, j], f"you summed instead of averaging: tril holds a 1 for each of positions 0..{i}; "
-                      f"divide row {i} by its sum, t + 1 = {i + 1}."),
-         ((tril / T)[i, j], f"you divided every position by T = {T}: row {i} averages t + 1 = {i + 1} "
-                            f"tokens, so divide by {i + 1}."),
-         ((tril / (counts - 1).clamp(min=1))[i, j],
-          f"an off-by-one: you divided row {i} by t = {i}, but positions 0..{i} are t + 1 = {i + 1} tokens."),
-         ((triu / triu.sum(dim=1, keepdim=True))[i, j],
-          f"your causal average includes the future: torch.triu keeps positions t..T-1, so row {i} would "
-          f"give position {j} nothing; use torch.tril, positions 0..t."),
-         ((tril / tril.sum())[i, j], f"you divided by the sum of the whole matrix, {int(tril.sum())}: each "
-                                     "row needs its own sum, w.sum(dim=1, keepdim=True).")],
-        {"abs": 0.001, "rel": 0.02}, hint="a fraction such as 1/4 is fine")
+@question("ch1-reach")
+def ch1_reach(w, x, b=0, t=3):
+    """Which outputs of ``w @ x`` move when the input vector ``x[b, t]`` changes: the reader reasons from
+    Fig. 1's loop or Fig. 2's product; the right letter is measured by changing it."""
+    B, T = x.shape[:2]
+    other = x.clone()
+    other[b, t] = x[b, t] + 1.0  # a new vector at position t of sequence b
+    moved = ((w @ other) - (w @ x)).abs().amax(dim=-1) > 0  # (B, T): outputs that changed
+    sets = {"a": {(b, t)}, "b": {(b, s) for s in range(t, T)}, "c": {(b, s) for s in range(t + 1)},
+            "d": {(c, t) for c in range(B)}, "e": {(b, s) for s in range(T)}}
+    found = {(int(i), int(j)) for i, j in moved.nonzero().tolist()}
+    right = next((k for k, cells in sets.items() if cells == found), None)
+    if right is None:
+        raise ValueError(f"ch1-reach: the outputs that moved, {sorted(found)}, are none of the options")
+    return choice_question(
+        "ch1-reach", "1.1", f"x[{b}, {t}], the vector at position {t} of sequence {b}, is replaced by another. "
+                            f"Which outputs of xbow2 = w @ x change?",
+        {"a": f"Only xbow2[{b}, {t}]: each position averages its own vector.",
+         "b": f"xbow2[{b}, {t}] to xbow2[{b}, {T - 1}]: position {t} and every later position of sequence {b}.",
+         "c": f"xbow2[{b}, 0] to xbow2[{b}, {t}]: position {t} and the positions before it.",
+         "d": f"xbow2[:, {t}], position {t} of every sequence: w is the same for the whole batch.",
+         "e": f"All of xbow2[{b}]: w @ x mixes every position of the sequence."},
+        right,
+        f"output s averages positions 0 to s, so x[{b}, {t}] is in the average of every s ≥ {t}, "
+        f"{T - t} outputs, and in none before it. Column {t} of w says the same: it is nonzero from row {t} "
+        f"down. Other sequences never see it: w mixes positions within a sequence, never across the batch.",
+        {"a": f"output {t} averages positions 0 to {t}, but position {t} also takes part in the averages of "
+              f"every later position, {t + 1} to {T - 1}: those outputs change too.",
+         "b": "the outputs that changed are others here.",
+         "c": f"that reads row {t} of w, the inputs output {t} averages. The question is the other way round: "
+              f"which outputs read input {t}? Column {t} of w, nonzero from row {t} down.",
+         "d": f"w is shared, but each sequence is multiplied by it on its own: (T, T) @ (B, T, C) makes B "
+              f"products, one per sequence, so sequence {b}'s input never reaches another sequence.",
+         "e": f"the average is causal: outputs 0 to {t - 1} average positions before {t} only, so they keep "
+              "their values."})
 
 
 @question("ch1-column")
@@ -350,26 +363,38 @@ def ch3_variance(d_k, C, n=100_000, seed=0):
 
 
 @question("ch3-gradient")
-def ch3_gradient(logits):
-    with torch.enable_grad():
-        z = torch.tensor(logits, dtype=torch.float64, requires_grad=True)
-        p = F.softmax(z, dim=-1)
-        grad, = torch.autograd.grad(p[0], z)
+def ch3_gradient(logits, saturated=(8.0, 0.0)):
+    """``logits``: the row the reader differentiates; ``saturated``: the row printed above it, whose gradient
+    is the slip of answering for the wrong row."""
+    def softmax_and_gradient(row):
+        with torch.enable_grad():
+            z = torch.tensor(row, dtype=torch.float64, requires_grad=True)
+            p = F.softmax(z, dim=-1)
+            grad, = torch.autograd.grad(p[0], z)
+        return p.detach(), grad
+
+    p, grad = softmax_and_gradient(logits)
+    p_sat, grad_sat = softmax_and_gradient(saturated)
     even = F.softmax(torch.zeros(2, dtype=torch.float64), dim=-1)[0]
-    shown = f"[{', '.join(fmt(v) for v in logits)}]"
+    shown, shown_sat = (f"[{', '.join(fmt(v) for v in row)}]" for row in (logits, saturated))
     return number_question(
         "ch3-gradient", "3.2", f"the gradient of softmax({shown})[0] with respect to the first logit",
         grad[0],
-        f"the gradient is p(1 − p) with p = {p[0]:.4f}, so {fmt(grad[0])}: the first weight barely moves "
-        "when its logit moves. A saturated softmax passes almost no gradient back.",
+        f"the gradient is p(1 − p) with p = {p[0]:.4f}, so {fmt(grad[0])}: the first weight moves about "
+        f"{grad[0]:.2f} per unit of its logit, less than the 0.25 of equal logits. At {shown_sat}, nearly "
+        f"one-hot, it is {fmt(grad_sat[0])}: a saturated softmax passes almost no gradient back.",
         [(p[0], f"that is the weight itself, softmax({shown})[0] = {p[0]:.4f}; its gradient is p(1 − p)."),
+         (p[1], f"that is 1 − p = {p[1]:.4f}, the other weight: the gradient is p(1 − p), so multiply by "
+                f"p = {p[0]:.4f}."),
          (grad[1], "that is the gradient with respect to the second logit, −p₀p₁: the same size, the other "
                    "sign."),
          (math.exp(logits[0]), f"that is the derivative of e^z alone, e^{fmt(logits[0])}; the softmax divides "
                                "e^z by the row's sum, which grows with it."),
          (even * (1 - even), "p(1 − p) = 0.25 is the largest the gradient gets, at equal logits (p = 0.5); "
-                             f"here p = {p[0]:.4f}.")],
-        {"rel": 0.15}, hint="scientific notation such as 1e-5 is fine")
+                             f"here p = {p[0]:.4f}."),
+         (grad_sat[0], f"that is the gradient at {shown_sat}, the row printed above; this row is {shown}, "
+                       f"with p = {p[0]:.4f}.")],
+        {"rel": 0.05}, hint="scientific notation such as 1e-5 is fine")
 
 
 # ---- chapter 4 ---------------------------------------------------------------------------------
@@ -394,9 +419,11 @@ def ch4_row_one(q, k, tril, b=0, i=2, j=0):
           "the future was filled with 0 instead of -inf: exp(0) = 1, so the future still gets weight."),
          (F.softmax(masked, dim=-2)[i, j], "softmax over the wrong axis: dim=-2 makes the columns sum to one; "
                                            "use dim=-1 (each row, over the keys)."),
-         (F.softmax(masked * math.sqrt(q.shape[-1]), dim=-1)[i, j],
-          f"no 1/√d_k scaling: these scores are already divided by √d_k = √{q.shape[-1]}; take the softmax "
-          "of the printed numbers as they are.")],
+         (F.softmax(masked / math.sqrt(q.shape[-1]), dim=-1)[i, j],
+          f"scaled twice: the printed scores are already divided by √d_k = √{q.shape[-1]}, so dividing them "
+          "again flattens the row; take the softmax of the printed numbers as they are."),
+         (1 / (i + 1), f"that is 1/{i + 1}, the plain average of chapter 1: row {i} keeps {i + 1} keys, but the "
+                       "softmax shares the weight by their scores, e^score over the row's sum, not evenly.")],
         {"abs": 0.004})  # two-decimal scores put the weight within 0.002; the mistakes lie 0.0085 apart
 
 
@@ -426,23 +453,33 @@ def ch4_unmasked(q, k, tril, T=3):
 @question("ch4-all-masked")
 def ch4_all_masked(row):
     hidden = torch.ones(len(row), dtype=torch.bool)
-    got = F.softmax(row.masked_fill(hidden, float("-inf")), dim=-1)
+    masked = row.masked_fill(hidden, float("-inf"))
+    got = F.softmax(masked, dim=-1)
     finite = F.softmax(row.masked_fill(hidden, -1e9), dim=-1)
+    shifted = masked - masked.max()  # the softmax's first step: nan already
+    # the same row through F.scaled_dot_product_attention, every key hidden by its boolean mask
+    one = row.new_ones(1, 1, 1, 1)
+    sdpa = F.scaled_dot_product_attention(one, one.expand(1, 1, len(row), 1), one.expand(1, 1, len(row), 1),
+                                          attn_mask=~hidden[None, :])
+    sdpa_zero = bool((sdpa == 0).all())
     n = len(row)
     right = "c" if torch.isnan(got).all() else ("b" if torch.allclose(got, finite) else "a")
+    sdpa_says = ("the one F.scaled_dot_product_attention gives: it returns zeros for a row with no key left "
+                 "(section 4.9 shows it)" if sdpa_zero else "the one a mask-aware function could give")
     return choice_question(
         "ch4-all-masked", "4.3", f"A row of {n} scores in which every key is masked with -inf: what does the "
                                  "softmax give?",
         {"a": f"{n} zeros: no key is allowed, so no key gets weight.",
          "b": f"1/{n} on every key: the masked entries are all equal, and equal scores share the weight evenly.",
-         "c": "nan on every key: the softmax divides 0 by 0."},
+         "c": "nan on every key: no finite number is left in the row."},
         right,
-        f"every e^−inf is 0, numerator and sum alike, and 0/0 is nan, 'not a number'. A finite fill such as "
-        f"-1e9 gives {finite[0]:.2f} everywhere instead, silently.",
-        {"a": "e^−inf = 0 for every entry, so the numerators are 0, but so is the sum they are divided by: "
-              "0/0 is nan, not 0.",
+        "the softmax first subtracts the row's largest entry, which is −inf too, and −inf − (−inf) is nan, "
+        f"'not a number'{', on every key' if torch.isnan(shifted).all() else ''}: the row is nan before any "
+        f"division. A finite fill such as -1e9 gives {finite[0]:.2f} everywhere instead, silently.",
+        {"a": f"a sensible answer, and {sdpa_says}. F.softmax does not: it first subtracts the row's largest "
+              "entry, −inf here, and −inf − (−inf) is nan, on every key.",
          "b": f"that is what a finite fill such as -1e9 gives ({finite[0]:.2f} each): equal numbers make a "
-              "uniform row. With -inf no finite entry is left, and 0/0 is nan.",
+              "uniform row. With -inf no finite entry is left, and −inf − (−inf) is nan.",
          "c": "the softmax of this row is not nan here."})
 
 
@@ -516,21 +553,39 @@ def ch6_uniform(vocab_size):
         {"rel": 0.01})
 
 
-@question("ch6-perplexity")
-def ch6_perplexity(losses, name="HeadLM", baseline="BigramLM"):
-    loss, other = float(losses[name]), float(losses[baseline])
-    right = math.exp(loss)
-    return number_question(
-        "ch6-perplexity", "6.2", f"the perplexity of {name}: how many equally likely characters its "
-                                 f"validation loss of {loss:.3f} stands for", right,
-        f"e^{loss:.3f} ≈ {right:.1f}: guessing evenly among {right:.1f} characters would give the same loss, "
-        f"against {math.exp(other):.1f} for {baseline} and 65 for a uniform guess.",
-        [(10 ** loss, "10^loss undoes a logarithm base 10; cross-entropy uses the natural log, so take e^loss."),
-         (2 ** loss, "2^loss undoes a loss in bits; F.cross_entropy measures nats, so take e^loss."),
-         (math.exp(-loss), f"e^−loss = {math.exp(-loss):.3f} is the probability that loss stands for, one in "
-                           "the number of equally likely characters: invert it."),
-         (math.exp(other), f"that is {baseline}'s perplexity, e^{other:.3f}; {name}'s loss is {loss:.3f}.")],
-        {"rel": 0.02})
+@question("ch6-identity")
+def ch6_identity(identity, losses, head="HeadLM", bigram="BigramLM"):
+    """``identity``: the shipped model whose attention is fixed to the identity (each query reads its own
+    value vector only); ``losses``: the chapter's validation losses of the head model and the bigram."""
+    from attention_lab import training  # chapter 6's models; imported here, where the question needs it
+
+    loss = training.validation_loss(identity)
+    h, b = float(losses[head]), float(losses[bigram])
+    right = "a" if loss > b - 0.02 else ("c" if abs(loss - h) <= 0.02 else ("d" if loss < h else "b"))
+    return choice_question(
+        "ch6-identity", "6.2", f"IdentityLM is {head} with its attention weights fixed to the identity: each "
+                               "position reads its own value vector and nothing before it. Trained the same way, "
+                               "where does its validation loss land?",
+        {"a": f"About the bigram's {b:.3f}: without a look back it knows the current character and its "
+              "position, which is what a bigram table knows.",
+         "b": f"Between the bigram's {b:.3f} and {head}'s {h:.3f}: its value projection and lm_head are "
+              "layers the bigram does not have.",
+         "c": f"About {head}'s {h:.3f}: the gain came from the embeddings and the extra layers, not from "
+              "looking back.",
+         "d": f"Below {head}'s {h:.3f}: a fixed attention is one thing less to learn."},
+        right,
+        f"IdentityLM scores {loss:.3f}, no better than the bigram's {b:.3f}. Its tables, its value projection "
+        f"and lm_head see only the current character and its position, and the position says nothing about "
+        f"the next character: they can learn what the bigram's table holds, and no more. So the "
+        f"{b - h:.3f} by which {head} beats the bigram is what its look back buys.",
+        {"a": f"IdentityLM scores {loss:.3f} here, against the bigram's {b:.3f}.",
+         "b": f"more layers are not more information: every layer of IdentityLM sees the current character and "
+              f"its position only, a bigram's knowledge (the position says next to nothing about the next "
+              f"character). IdentityLM scores {loss:.3f}, the bigram {b:.3f}.",
+         "c": f"without the look back the gain is gone: IdentityLM scores {loss:.3f}, no better than the "
+              f"bigram's {b:.3f}, where {head} scores {h:.3f}.",
+         "d": f"fixing the attention takes away the only way to see an earlier character: IdentityLM scores "
+              f"{loss:.3f}, no better than the bigram's {b:.3f}."})
 
 
 def _most_weight(places: dict, even: float) -> tuple[str, str]:

@@ -209,6 +209,10 @@ class Converter:
         if d.name in ("solution-start", "solution-end"):
             self.fail(f"`{{{d.name}}}` where the conversion did not expect it; a solution's markers go in "
                       "cells of their own (CONTRIBUTING.md, Exercises)")
+        if d.name == "aside-start":  # book/_ext/asides.py folds the cells up to {aside-end}
+            return [f"> **{self.inline(d.arg)}** An aside: the chapter goes on after its end, below.", ""]
+        if d.name == "aside-end":
+            return ["*End of the aside.*", ""]
         if d.name in ADMONITIONS:
             title = self.inline(d.arg) if d.arg else ADMONITIONS[d.name]
             anchor = self.anchor(d.options["name"]) if d.options.get("name") else []

@@ -105,3 +105,71 @@ def test_nothing_cites_a_design_document_outside_the_repository():
               and f != "tests/test_front_door.py"]
     assert citing == [], f"these cite DESIGN.md, which is not in the repository (cite CONTRIBUTING.md): {citing}"
     assert "## Design notes" in (ROOT / "CONTRIBUTING.md").read_text()
+
+
+# ---- the times follow from the chapters (issue 35) -------------------------------------------------
+
+MARKUP_LINE = re.compile(r"^(```|:::|:label:|:class:|\(.*\)=$)")
+
+
+def chapter_words(stem: str) -> tuple[int, int]:
+    """(words, words inside closed asides) of a chapter's prose: every markdown cell but the worked
+    solutions, without directive fences, option lines and label lines."""
+    import json
+    cells = json.loads((ROOT / "lessons" / f"{stem}.ipynb").read_text())["cells"]
+    words = aside = 0
+    inside = False
+    for cell in cells:
+        source = "".join(cell["source"])
+        if cell["cell_type"] != "markdown":
+            continue
+        if "{aside-start}" in source:
+            inside = True
+        if "{aside-end}" in source:
+            inside = False
+        if "solution" in cell["metadata"].get("tags", []) or source.lstrip().startswith("```{solution}"):
+            continue
+        n = sum(len(line.split()) for line in source.splitlines() if not MARKUP_LINE.match(line.strip()))
+        words += n
+        aside += n if inside else 0
+    return words, aside
+
+
+def estimate_rows() -> dict[int, dict]:
+    table = INSTRUCTORS.split("### How the times are estimated", 1)[1].split("\n## ", 1)[0]
+    rows = {}
+    for line in table.splitlines():
+        m = re.match(r"^\| (\d) \| ([\d,]+) \(([\d,]+)\) \| (\d+) min \| (\d+) min: ([\d, ]+) \| (\d+) min \((\d)\) \| "
+                     r"(\d+) min \|$", line)
+        if m:
+            n, words, aside, reading, ex, each, q_min, q_n, total = m.groups()
+            rows[int(n)] = {"words": int(words.replace(",", "")), "aside": int(aside.replace(",", "")),
+                            "reading": int(reading), "exercises": int(ex),
+                            "each": [int(v) for v in each.split(",")], "q_min": int(q_min), "q_n": int(q_n),
+                            "total": int(total)}
+    return rows
+
+
+def test_each_chapters_estimate_follows_from_its_words_exercises_and_questions():
+    """The estimate table: words counted again from the chapter (within 3 %, so a small edit need not
+    touch it), reading at 200 words a minute, one entry per exercise, 2 minutes per question, the sum; every
+    chapter at most 75 minutes, inside the range the table above gives, whose lower end is a quick reader's
+    (250 words a minute, closed asides left shut)."""
+    rows = estimate_rows()
+    stems = [p.stem for p in layout.chapters()]
+    assert sorted(rows) == list(range(1, len(stems) + 1))
+    ranges = chapter_times()
+    for (n, row), stem, (low, high) in zip(sorted(rows.items()), stems, ranges):
+        words, aside = chapter_words(stem)
+        assert abs(row["words"] - words) <= 0.03 * words and abs(row["aside"] - aside) <= 0.03 * max(aside, 100), \
+            (stem, row["words"], words, row["aside"], aside)
+        source = (ROOT / "lessons" / f"{stem}.ipynb").read_text()
+        exercises = len(re.findall(r":label: ex-", source))
+        questions_asked = len(re.findall(r"questions\.ask\(", source))
+        assert len(row["each"]) == exercises and sum(row["each"]) == row["exercises"], stem
+        assert row["q_n"] == questions_asked and row["q_min"] == 2 * questions_asked, stem
+        assert abs(row["reading"] - row["words"] / 200) <= 0.5, stem
+        total = row["words"] / 200 + row["exercises"] + row["q_min"]
+        assert abs(row["total"] - total) <= 1 and row["total"] <= 75, (stem, total)
+        quick = (row["words"] - row["aside"]) / 250 + row["exercises"] + row["q_min"]
+        assert low <= quick and total <= high <= 75 and high - total < 5 and quick - low < 5, (stem, low, high)

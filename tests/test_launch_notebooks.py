@@ -64,9 +64,9 @@ def raw_count(nb) -> collections.Counter:
 def test_the_raw_myst_counter_finds_every_construct_in_the_fixture():
     found = [item for c in fixture().cells if c.cell_type == "markdown" for item in myst.raw_myst(c.source)]
     counts = collections.Counter(kind for kind, _ in found)
-    # 24 roles (one wrapped over two lines), 16 directive fences of backticks (3 and 4) and colons,
+    # 24 roles (one wrapped over two lines), 18 directive fences of backticks (3 and 4) and colons,
     # 10 option lines, 3 label lines, 1 labelled display equation, 1 definition-list line
-    assert counts == {"role": 24, "directive": 16, "option": 10, "label": 3, "math label": 1, "definition": 1}
+    assert counts == {"role": 24, "directive": 18, "option": 10, "label": 3, "math label": 1, "definition": 1}
     texts = [text for _, text in found]
     assert texts.count("{ref}`Fig. 2 <fig-matmul-average>`") == 2, "the role wrapped over two lines"
     assert ":::{note}" in texts and "```{warning}" in texts and "````{figure} images/fixture.png" in texts
@@ -162,6 +162,11 @@ def test_the_fixture_converts_to_plain_markdown_with_solutions_folded(converted)
         ("ex-fixture-code", "Exercise 99.1"), ("ex-fixture-text", "Exercise 99.2"), ("ex-fixture-gated", "Exercise 99.3")]
     # admonitions as quotes or folded, figures as images
     assert "> **Note**" in text and "<summary>A titled aside</summary>" in text
+    # an aside around cells (book/_ext/asides.py): a line where it starts, one where it ends, the cells between
+    sources = [c.source for c in converted.cells]
+    start = next(n for n, s in enumerate(sources) if s == "> **A closed aside around code cells** An aside: the chapter goes on after its end, below.")
+    assert sources[start + 1 : start + 4] == ["Text inside the aside, before its code.", 'print("inside the aside")',
+                                              "*End of the aside.*"]
     assert '<a id="fig-fixture-image"></a>![a small picture](https://raw.githubusercontent.com/' in text
 
 

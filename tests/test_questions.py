@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import contextlib
+import math
 import io
 import json
 import re
@@ -161,8 +162,8 @@ def test_check_names_every_stored_answer_and_says_when_none_matches(stem, config
 
 
 def test_a_question_not_asked_in_this_kernel_says_to_run_its_cell():
-    questions._asked.pop("ch1-weight", None)
-    said = questions.check("ch1-weight", 0.2)
+    questions._asked.pop("ch1-column", None)
+    said = questions.check("ch1-column", 0.2)
     assert said.right is None and "run the question's cell above" in said.message
     assert "the questions are" in questions.check("ch9-nothing", 1).message
     with pytest.raises(KeyError, match="no question 'ch9-nothing'"):
@@ -254,3 +255,87 @@ def test_ch6_residual_takes_its_right_letter_from_the_weights_it_is_given(peak, 
     if letter != "c":  # each wrong option names where the weight went
         assert all(f"{last[peak]:.3f}" in say for say in wrong.values()), wrong
     assert "a" not in wrong or "1.000 on the current character" in wrong["a"]  # HeadLM's habit, from its tensor
+
+
+# ---- issue 35: the reworked questions tell concepts apart; each named mistake gets its own message ----
+
+def stored_config(qid):
+    return next(c for _, c in all_questions() if c["question"] == qid)
+
+
+def verdict_for(qid, answer):
+    questions._asked[qid] = stored_config(qid)
+    return questions.check(qid, answer)
+
+
+REWORKED = [
+    # (question, the answer a learner gives, right?, words its message must hold)
+    ("ch1-reach", "b", True, "every s ≥ 3"),
+    ("ch1-reach", "a", False, "every later position"),
+    ("ch1-reach", "c", False, "row 3 of w"),
+    ("ch1-reach", "d", False, "one per sequence"),
+    ("ch1-reach", "e", False, "causal"),
+    ("ch3-gradient", 0.105, True, "p(1 − p) with p = 0.8808"),
+    ("ch3-gradient", 0.1192, False, "that is 1 − p"),  # the second weight: the same number at [8, 0]
+    ("ch3-gradient", 0.0003352, False, "the gradient at [8, 0]"),  # and p(1 − p) of the saturated row
+    ("ch3-gradient", -0.105, False, "second logit"),
+    ("ch4-row-one", 0.352, False, "scaled twice"),  # dividing the printed, scaled scores by √d_k again
+    ("ch4-row-one", 1 / 3, False, "plain average"),
+    ("ch4-row-one", 0.406, True, "finite scores"),
+    ("ch4-all-masked", "a", False, "F.scaled_dot_product_attention gives: it returns zeros"),
+    ("ch4-all-masked", "c", True, "−inf − (−inf) is nan"),
+]
+
+
+@pytest.mark.parametrize("qid, answer, right, words", REWORKED, ids=[f"{q}:{a}" for q, a, _, _ in REWORKED])
+def test_a_reworked_question_names_the_mistake_behind_each_answer(qid, answer, right, words):
+    said = verdict_for(qid, answer)
+    assert said.right is right and words in said.message, said.message
+    assert " Or: " not in said.message  # each of these mistakes has a number or a letter of its own
+
+
+def test_question_3_2_asks_at_logits_where_the_gradient_and_the_other_weight_differ():
+    """At [8, 0] the gradient p(1 - p), the second weight and 1/e^8 all print as 0.0003; at the logits asked,
+    the right answer lies more than two tolerances from each of them."""
+    config = stored_config("ch3-gradient")
+    right = next(a["value"] for a in config["answers"] if a["right"])
+    p0 = 1 / (1 + math.exp(-2))
+    assert right == pytest.approx(p0 * (1 - p0), rel=1e-5)
+    wide = {k: 2 * t for k, t in config["tolerance"].items()}
+    for slip in (1 - p0, math.exp(-2)):
+        assert not questions.within(slip, right, wide), slip
+
+
+def test_question_4_1_no_longer_names_a_mistake_the_printed_scores_rule_out():
+    """The printed scores are already scaled: 'no scaling' cannot happen there, 'scaled again' can."""
+    says = " ".join(a["say"] for a in stored_config("ch4-row-one")["answers"])
+    assert "no 1/√d_k scaling" not in says and "scaled twice" in says
+
+
+REWORKED_6 = [
+    ("ch6-identity", "a", True, "no better than the bigram's"),
+    ("ch6-identity", "b", False, "more layers are not more information"),
+    ("ch6-identity", "c", False, "without the look back the gain is gone"),
+    ("ch6-identity", "d", False, "the only way to see an earlier character"),
+    ("ch6-residual", "a", False, "only road to lm_head"),
+    ("ch6-residual", "b", True, "free to fetch the one before"),
+]
+
+
+@pytest.mark.parametrize("qid, answer, right, words", REWORKED_6, ids=[f"{q}:{a}" for q, a, _, _ in REWORKED_6])
+def test_chapter_6s_reworked_questions_name_each_mistake(qid, answer, right, words):
+    said = verdict_for(qid, answer)
+    assert said.right is right and words in said.message, said.message
+
+
+def test_the_identity_question_takes_its_answer_from_the_shipped_model():
+    """Question 6.2 computes IdentityLM's validation loss from the weights it is given: the stored right
+    letter is the one that loss makes right, and its message quotes the loss the chapter prints after it."""
+    import nbformat as nbf
+    nb = nbf.read(ROOT / "lessons" / "06_trained_head.ipynb", as_version=4)
+    printed = next("".join(o.get("text", "")) for c in nb.cells if "class IdentityLM(HeadLM)" in c.source
+                   for o in c.outputs)
+    loss = float(printed.split("IdentityLM")[1].split()[0])
+    config = stored_config("ch6-identity")
+    right = next(a for a in config["answers"] if a["right"])
+    assert right["choice"] == "a" and f"IdentityLM scores {loss:.3f}" in right["say"]

@@ -121,17 +121,46 @@ def to_toggle(p, sel, cells):
 
 
 def test_fractions_commas_and_an_empty_box(page):
-    sel = "#ch1-weight .attention-question"
-    for typed in ("1/6", "0,1667", " 0.167 "):
+    sel = "#ch1-column .attention-question"  # 1 + 1/2 + ... + 1/8 = 761/280
+    for typed in ("761/280", "2,718", " 2.718 "):
         page.fill(f"{sel} input[type=text]", typed)
         page.press(f"{sel} input[type=text]", "Enter")
-        assert feedback(page, "ch1-weight")[1] == "right", typed
+        assert feedback(page, "ch1-column")[1] == "right", typed
     page.fill(f"{sel} input[type=text]", "")
     page.click(f"{sel} .question-check")
-    assert feedback(page, "ch1-weight") == ("Type a number first, such as 0.25 or 1/4.", "bad")
-    page.fill("#ch3-gradient .attention-question input[type=text]", "3.35e-4")
+    assert feedback(page, "ch1-column") == ("Type a number first, such as 0.25 or 1/4.", "bad")
+    page.fill("#ch3-gradient .attention-question input[type=text]", "1.05e-1")
     page.press("#ch3-gradient .attention-question input[type=text]", "Enter")
     assert feedback(page, "ch3-gradient")[1] == "right"
+
+
+# issue 35: the reworked questions, each named mistake typed or chosen as a reader would, in the page
+REWORKED = [
+    ("ch1-reach", "c", "mistake", "row 3 of w"),
+    ("ch1-reach", "d", "mistake", "one per sequence"),
+    ("ch3-gradient", "0.1192", "mistake", "that is 1 − p"),
+    ("ch3-gradient", "3.35e-4", "mistake", "the gradient at [8, 0]"),
+    ("ch3-gradient", "0,105", "right", "p(1 − p) with p = 0.8808"),
+    ("ch4-row-one", "0.352", "mistake", "scaled twice"),
+    ("ch4-row-one", "1/3", "mistake", "plain average"),
+    ("ch4-all-masked", "a", "mistake", "F.scaled_dot_product_attention gives: it returns zeros"),
+    ("ch6-identity", "b", "mistake", "more layers are not more information"),
+    ("ch6-identity", "a", "right", "no better than the bigram's"),
+    ("ch6-residual", "a", "mistake", "only road to lm_head"),
+]
+
+
+@pytest.mark.parametrize("qid, entry, verdict, words", REWORKED, ids=[f"{q}:{e}" for q, e, _, _ in REWORKED])
+def test_a_reworked_question_names_the_mistake_in_the_page(page, qid, entry, verdict, words):
+    sel = f"#{qid} .attention-question"
+    config = next(c for c in CONFIGS if c["question"] == qid)
+    if config["kind"] == "choice":
+        page.click(f"{sel} input[value='{entry}']")
+    else:
+        page.fill(f"{sel} input[type=text]", entry)
+    page.click(f"{sel} .question-check")
+    said, got = feedback(page, qid)
+    assert got == verdict and words in said, (qid, entry, said)
 
 
 def test_a_choice_checked_before_choosing_says_so(request):
