@@ -1,4 +1,5 @@
-"""The maintainer tools (course/) and the book's Sphinx extensions (book/_ext/) import each other by name,
+"""The maintainer tools (course/), the book's Sphinx extensions (book/_ext/) and the helper package
+(attention_lab/) import each other by name,
 in one direction: the import graph, read from the source with ``ast``, has no cycle, and no module loads
 another from a file path (``importlib.util.spec_from_file_location``, ``runpy``, ``exec`` of a file, or a
 ``sys.path`` edit)."""
@@ -13,7 +14,8 @@ import pytest
 from course.cli import COMMANDS
 
 ROOT = Path(__file__).resolve().parents[1]
-SOURCES = sorted((ROOT / "course").rglob("*.py")) + sorted((ROOT / "book" / "_ext").glob("*.py"))
+TOOLS = sorted((ROOT / "course").rglob("*.py")) + sorted((ROOT / "book" / "_ext").glob("*.py"))
+SOURCES = TOOLS + sorted((ROOT / "attention_lab").rglob("*.py"))
 LOADS_BY_PATH = {"spec_from_file_location", "run_path", "exec_module", "load_source", "exec"}
 
 
@@ -28,13 +30,18 @@ MODULES = {module_name(p): p for p in SOURCES}
 
 
 def imports(path: Path) -> set[str]:
-    """The modules of course/ and book/_ext/ that ``path`` imports, at any depth of its code."""
+    """The modules of course/, book/_ext/ and attention_lab/ that ``path`` imports, at any depth of its code
+    (a relative import read as the absolute name it stands for)."""
     found = set()
+    package = module_name(path) if path.name == "__init__.py" else module_name(path).rpartition(".")[0]
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1]) if node.level else ""
+            module = ".".join(filter(None, [base, node.module or ""]))
+            # `from package import submodule` imports the submodule; a name from the package, the package
+            names = [f"{module}.{a.name}" if f"{module}.{a.name}" in MODULES else module for a in node.names]
         else:
             continue
         found |= {name for name in names if name in MODULES}
@@ -84,7 +91,8 @@ def test_no_import_cycle_among_the_tools_and_the_extensions():
     assert cycle(graph()) is None
 
 
-@pytest.mark.parametrize("path", SOURCES, ids=lambda p: p.relative_to(ROOT).as_posix())
+# the tools only: attention_lab.checks.fresh() loads the checks from their files on purpose, for graders
+@pytest.mark.parametrize("path", TOOLS, ids=lambda p: p.relative_to(ROOT).as_posix())
 def test_nothing_is_loaded_by_file_path(path):
     tree = ast.parse(path.read_text(encoding="utf-8"))
     for node in ast.walk(tree):
@@ -98,7 +106,7 @@ def test_nothing_is_loaded_by_file_path(path):
 
 
 def test_only_layout_computes_the_repository_root():
-    for path in SOURCES:
+    for path in TOOLS:
         if path.name == "layout.py":
             continue
         assert "__file__" not in path.read_text(encoding="utf-8"), \
