@@ -4,7 +4,8 @@
  * T = 8 and each cell's number its aria-label above; above T = 8 the colours are a canvas under the
  * transparent cells. Every cell opens (click, tap, or focus and the arrow keys): ``onOpen(i, j, focus)``.
  * ``picture`` is the config's "picture": its kind, limit, colour bar label, cell format, the T up to
- * which cells hold numbers, and the visible stand-ins for space and newline on the axes.
+ * which cells hold numbers, and the visible stand-ins for space and newline on the axes. ``withBar``
+ * false: no colour bar (the explorer's first picture carries the one they share).
  */
 (function (root) {
   "use strict";
@@ -16,7 +17,7 @@
     return [(n >> 16) & 255, (n >> 8) & 255, n & 255];
   }
 
-  function Heatmap(figure, picture, colours, id, onOpen) {
+  function Heatmap(figure, picture, colours, id, onOpen, withBar) {
     this.picture = picture;
     this.digits = Number(/^\.(\d+)f$/.exec(picture.cell_format)[1]);  // the cells' numbers: f"{v:.2f}"
     this.table = null;
@@ -29,9 +30,12 @@
     this.map = map.map(hexToRgb);
     this.masked = hexToRgb(colours.masked);
     this.heat = el("div", { class: "explorer-heat" });
-    this.bar = el("div", { class: "explorer-colourbar", "aria-hidden": "true" });
-    figure.append(this.heat, this.bar);
-    this.paintBar();
+    figure.append(this.heat);
+    if (withBar !== false) {  // several pictures on one scale share the first one's colour bar
+      this.bar = el("div", { class: "explorer-colourbar", "aria-hidden": "true" });
+      figure.append(this.bar);
+      this.paintBar();
+    }
     this.listen(onOpen);
     var self = this;
     // a new T moves the cells: the canvas follows them after the frame's own layout

@@ -12,8 +12,9 @@
  *
  * After every paint the root's data-paints counts up and it dispatches "explorer:painted" (the keypress
  * bench and the tests wait on it). root.attentionExplorer gives tests the numbers: values(), set(name,
- * value) ("" or the message shown; a refused value leaves the explorer as it was), weights(), alt(),
- * message(), open(i, j) and trace(); refresh() paints again (the kernel's answer arrived).
+ * value) ("" or the message shown; a refused value leaves the explorer as it was), weights(h), alt(),
+ * message(), open(i, j, h) and trace() (h: which picture, the first by default); refresh() paints again
+ * (the kernel's answer arrived).
  */
 (function (root) {
   "use strict";
@@ -111,15 +112,33 @@
     this.layout();
     this.buildControls();
     var self = this;
-    this.heatmap = new L.Heatmap(this.figure, cfg.picture, cfg.colours, this.id, function (i, j, focus, fromFocus) {
-      if (!(fromFocus && self.opened && self.opened.i === i && self.opened.j === j)) self.open(i, j, focus);
-    });
+    this.heatmaps = [];  // one a picture: most explorers have one, chapter 7's one a head
+    this.pictures = el("div", { class: "explorer-pictures" });
+    this.figure.append(this.pictures);
     this.updatePanel = this.spec.panel ? this.spec.panel(this.figure) : null;
     this.trace = new L.TracePanel(this.tracePanel, function (di, dj) {
-      self.open(self.heatmap.active.i + di, self.heatmap.active.j + dj, false);
+      var o = self.opened || { h: 0 }, at = self.heatmaps[o.h].active;
+      self.open(at.i + di, at.j + dj, false, o.h);
     });
     contain(rootEl, this.body);
   }
+
+  /** The heatmaps for ``n`` pictures, made once each, the first with the colour bar. */
+  Explorer.prototype.heatmapsFor = function (pictures) {
+    var self = this;
+    while (this.heatmaps.length < pictures.length) {
+      var h = this.heatmaps.length, box = el("div", { class: "explorer-picture" });
+      if (pictures[h].title !== undefined) box.append(el("p", { class: "explorer-picture-title" }, pictures[h].title));
+      this.pictures.append(box);
+      this.heatmaps.push(new L.Heatmap(box, this.cfg.picture, this.cfg.colours, this.id + "-" + h, (function (n) {
+        return function (i, j, focus, fromFocus) {
+          var o = self.opened;
+          if (!(fromFocus && o && o.h === n && o.i === i && o.j === j)) self.open(i, j, focus, n);
+        };
+      })(h), h === 0));
+    }
+    return this.heatmaps;
+  };
 
   Explorer.prototype.layout = function () {
     this.root.textContent = "";
@@ -184,9 +203,13 @@
     return painted;
   };
 
+  /** The picture(s) for the current values: {pictures: [{matrix, result, title}], tokens, fields}; an
+   * explorer module with one picture returns its matrix and result instead of pictures. */
   Explorer.prototype.compute = function () {
     try {
-      return this.spec.compute(this.values);
+      var r = this.spec.compute(this.values);
+      if (!r.pictures) r.pictures = [{ matrix: r.matrix, result: r.result }];
+      return r;
     } catch (err) {
       if (!(err instanceof BadInput || err instanceof Pending)) throw err;
       this.notice = "";
@@ -202,12 +225,13 @@
     this.showMessage(this.notice, true);
     this.notice = "";
     this.shown = r;
-    this.heatmap.paint(r.matrix, r.tokens);
-    if (this.updatePanel) this.updatePanel(this.values, r.fields);
+    var heatmaps = this.heatmapsFor(r.pictures);
+    r.pictures.forEach(function (p, h) { heatmaps[h].paint(p.matrix, r.tokens); });
+    if (this.updatePanel) this.updatePanel(this.values, r.fields, r);
     this.caption.textContent = "Showing: " + this.alt();
     this.syncInputs();
-    var T = r.matrix.rows, o = this.opened;
-    if (o && o.i < T && o.j < T) this.open(o.i, o.j, false);
+    var T = r.pictures[0].matrix.rows, o = this.opened;
+    if (o && o.i < T && o.j < T) this.open(o.i, o.j, false, o.h);
     else if (o) this.gone(o, T);
     this.root.dataset.paints = String(Number(this.root.dataset.paints || 0) + 1);
     this.root.dispatchEvent(new CustomEvent("explorer:painted", { bubbles: true }));
@@ -223,18 +247,22 @@
     Object.keys(inputs).forEach(function (name) { inputs[name].set(values[name]); });
   };
 
-  /** Open cell (i, j): its ring, and the trace panel with how its number was made. */
-  Explorer.prototype.open = function (i, j, focus) {
-    var T = this.shown.matrix.rows;
+  /** Open cell (i, j) of picture ``h`` (the first by default): its ring, and the trace panel with how its
+   * number was made. */
+  Explorer.prototype.open = function (i, j, focus, h) {
+    h = h || 0;
+    var picture = this.shown.pictures[h], T = picture.matrix.rows;
     if (i < 0 || j < 0 || i >= T || j >= T) return;
-    this.heatmap.mark(i, j, focus);
-    var r = this.shown.result;
-    this.opened = { i: i, j: j, trace: r ? L.engine.trace(r, i, j, 3) : null };
-    this.trace.show(this.shown, this.cfg.picture.kind, i, j, this.opened.trace);
+    this.heatmaps.forEach(function (heatmap, n) { if (n !== h) heatmap.unmark(); });
+    this.heatmaps[h].mark(i, j, focus);
+    var r = picture.result;
+    this.opened = { h: h, i: i, j: j, trace: r ? L.engine.trace(r, i, j, 3) : null };
+    var shown = { matrix: picture.matrix, result: r, tokens: this.shown.tokens, title: picture.title };
+    this.trace.show(shown, this.cfg.picture.kind, i, j, this.opened.trace);
   };
 
   Explorer.prototype.gone = function (o, T) {
-    this.heatmap.unmark();
+    this.heatmaps[o.h].unmark();
     o.trace = null;
     this.trace.gone(o.i, o.j, T);
   };
@@ -244,8 +272,8 @@
     return {
       values: function () { return Object.assign({}, self.values); },
       set: function (name, value) { return self.change(name, value) ? "" : self.messageText.textContent; },
-      weights: function () {
-        var m = self.shown.matrix, out = [];
+      weights: function (h) {
+        var m = self.shown.pictures[h || 0].matrix, out = [];
         for (var i = 0; i < m.rows; i++) {
           out.push(Array.prototype.map.call(m.data.subarray(i * m.cols, (i + 1) * m.cols),
             function (x) { return x === -Infinity ? null : x; }));
@@ -254,7 +282,7 @@
       },
       alt: function () { return self.alt(); },
       message: function () { return self.messageText.textContent; },
-      open: function (i, j) { self.open(i, j, true); return self.opened.trace; },
+      open: function (i, j, h) { self.open(i, j, true, h); return self.opened.trace; },
       trace: function () { return self.opened && self.opened.trace; },
       refresh: function () { return self.paint(); }
     };

@@ -37,7 +37,8 @@
   TracePanel.prototype.show = function (shown, kind, i, j, t) {
     var pyRepr = L.format.pyRepr, plural = L.format.plural, tokens = shown.tokens ? Array.from(shown.tokens) : null;
     var q = "query " + i + (tokens ? " " + pyRepr(tokens[i]) : ""), k = "key " + j + (tokens ? " " + pyRepr(tokens[j]) : "");
-    var lines = ["Row " + i + " = " + q + ", column " + j + " = " + k + "."], v = L.engine.at(shown.matrix, i, j);
+    var lines = [(shown.title ? shown.title + ": row " : "Row ") + i + " = " + q + ", column " + j + " = " + k + "."];
+    var v = L.engine.at(shown.matrix, i, j);
     if (!t) {
       lines.push(j > i ? "Key " + j + " comes after query " + i + ": masked, weight 0."
         : "Row " + i + " averages the " + plural(i + 1, "position") + " 0.." + i + ": w = 1/" + (i + 1) + " = " + num(v) + ".");

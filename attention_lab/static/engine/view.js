@@ -5,7 +5,8 @@
  * in the browser. Then it tells the kernel the new values (the model's "values"), which computes
  * ex.matrix and the caption for them; values set from code in the kernel travel the other way. An
  * explorer only the kernel can compute (a learner's Head) reads the kernel's answers from "computed".
- * Values go to the kernel at most once a frame, so a dragged slider does not queue a message per step.
+ * Values go to the kernel at most once a frame, after the frame that shows the new picture, so neither the
+ * message nor the kernel's answer delays the picture, and a dragged slider does not queue a message a step.
  */
 function same(a, b) {
   return JSON.stringify(a) === JSON.stringify(b);
@@ -20,17 +21,19 @@ function render({ model, el }) {
   // mode) would take them from its sliders and text boxes
   el.dataset.lmSuppressShortcuts = "true";
   el.addEventListener("keydown", (ev) => ev.stopPropagation());
-  let waiting = null;
+  let latest = null;
+  const send = () => {
+    const values = latest;
+    latest = null;
+    if (!same(values, model.get("values"))) {
+      model.set("values", values);
+      model.save_changes();
+    }
+  };
   const host = {
-    send(values) {
-      if (waiting) cancelAnimationFrame(waiting);
-      waiting = requestAnimationFrame(() => {
-        waiting = null;
-        if (!same(values, model.get("values"))) {
-          model.set("values", values);
-          model.save_changes();
-        }
-      });
+    send(values) {  // after the frame that shows the new picture (a task after the frame's own work)
+      if (latest === null) requestAnimationFrame(() => setTimeout(send, 0));
+      latest = values;
     },
     computed(values) {  // the kernel's answer for these values, once it has sent it
       const got = model.get("computed");
