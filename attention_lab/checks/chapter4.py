@@ -152,11 +152,11 @@ _PADDING_HINTS = _HINTS[:1] + _table(
 
 
 def _padding_cases(trial) -> list[tuple[int, list[int]]]:
-    """(T, padding per sequence): the fixed ones (T = 8, 5, 1), one drawn, and T = 8 again with
-    other padding and new scores."""
+    """(T, padding per sequence): the fixed ones (T = 8, 5, 1, and 6 for one sequence), one drawn, and
+    T = 8 again with other padding and new scores."""
     T = trial.integer(2, 16)
     drawn = [trial.integer(0, T) for _ in range(trial.integer(1, 4))]
-    return [(8, [0, 2, 5, 1]), (5, [3, 0, 5]), (1, [0, 1]), (T, drawn), (8, [1, 0, 8, 3])]
+    return [(8, [0, 2, 5, 1]), (5, [3, 0, 5]), (1, [0, 1]), (6, [2]), (T, drawn), (8, [1, 0, 8, 3])]
 
 
 @_check

@@ -300,7 +300,7 @@ def check_score_parts(score_parts, model, ids, *, trial):
     of x against the key of one part, each ``(B, T, T)``, before the mask; their sum is the head's scores.
 
     Tested on the model and ids given, and on ids drawn at each call (B = 1 to 4, T = 1 to the model's
-    block size, one shape twice). The model is put back after every call, so a change to its weights
+    block size, B = 1 and T = 1 among them, one shape twice). The model is put back after every call, so a change to its weights
     is named on every run. Names: a mask applied, weights instead of scores, no 1/√head_size, the cross
     terms swapped, parts that add up but are not the four, a part computed in a lower precision, a
     part that differs, a part of another dtype or device; and a model or ids that are not chapter 6's.
@@ -308,7 +308,7 @@ def check_score_parts(score_parts, model, ids, *, trial):
     name = _name(score_parts)
     vocab, block = _parts_inputs(model, ids)
     drawn = (trial.integer(1, 4), trial.integer(2, block))
-    shapes = [drawn, (trial.integer(1, 4), 1), drawn]
+    shapes = [drawn, (1, trial.integer(2, block)), (trial.integer(2, 4), 1), drawn]
     cases = [ids] + [trial.integers(0, vocab - 1, shape) for shape in shapes]
     earlier = []
     for case_ids in cases:
@@ -334,7 +334,7 @@ def check_score_parts(score_parts, model, ids, *, trial):
             raise
         earlier.append((torch.stack([e.expand(shape) for e in expected]), torch.stack(got)))
     return (f"the four parts are the head's scores split by what the query and the key come from, and add "
-            f"up to them (tested the {ids.shape[0]:,} windows of {ids.shape[1]} given, and 3 batches drawn)")
+            f"up to them (tested the {ids.shape[0]:,} windows of {ids.shape[1]} given, and 4 batches drawn)")
 
 
 def _fail_unless_parts(got, expected, model, shape, where: str, earlier) -> None:
