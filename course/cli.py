@@ -65,6 +65,7 @@ COMMANDS = {
     "bench-explorers": ("bench.explorers", "one explorer update against a naive redraw"),
     "bench-pages": ("bench.pages", "the weight of a first visit of every page of the built book"),
     "bench-keypress": ("bench.keypress", "keypress to painted picture, in JupyterLab and in the built book"),
+    "bench-checks": ("bench.checks", "every chapter's check on a right answer, against another copy of the checks"),
 }
 LOCAL = {"launch": (_launch_arguments, _launch)}
 

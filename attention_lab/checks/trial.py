@@ -75,7 +75,7 @@ def _tensors_of(module: nn.Module) -> dict[str, tuple[torch.Tensor, str]]:
         dot = f"{prefix}." if prefix else ""
         for kind, items in (("_parameters", m._parameters), ("_buffers", m._buffers), ("attribute", vars(m))):
             for name, t in items.items():
-                if isinstance(t, torch.Tensor) and not name.startswith("_"):
+                if not name.startswith("_") and isinstance(t, torch.Tensor):
                     found.setdefault(dot + name, (t, kind))
     return found
 
@@ -83,7 +83,7 @@ def _tensors_of(module: nn.Module) -> dict[str, tuple[torch.Tensor, str]]:
 def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
     if a.shape != b.shape or a.dtype != b.dtype or a.device != b.device or a.device.type == "meta":
         return a.shape == b.shape and a.device == b.device and a.device.type == "meta"
-    return bool(((a == b) | (a.isnan() & b.isnan())).all())
+    return torch.equal(a, b) or bool(((a == b) | (a.isnan() & b.isnan())).all())  # (nan is no change)
 
 
 def _copy(t: torch.Tensor) -> torch.Tensor:
