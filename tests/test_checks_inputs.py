@@ -5,13 +5,15 @@ put back after a change; a cache passed as an argument allowed; a check called w
 
 from __future__ import annotations
 
-import math
 import re
 
 import pytest
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+from course.sweep_checks import by_distance, multihead, padding, score_parts, unit_scale
+from course.sweep_checks import cumsum_average as average
 
 from attention_lab import checks, training
 from attention_lab.checks import running
@@ -20,37 +22,6 @@ from attention_lab.reference import ReferenceHead
 NEG = float("-inf")
 MODEL = training.load_trained().trained
 IDS = torch.randint(0, 65, (3, 16), generator=torch.Generator().manual_seed(0))
-
-
-def average(x):
-    return x.cumsum(1) / torch.arange(1, x.shape[1] + 1).view(1, -1, 1)
-
-
-def padding(s, pad):
-    T = s.shape[-1]
-    hide = (torch.ones(T, T).triu(1).bool()) | pad[:, None, :]
-    return torch.nan_to_num(F.softmax(s.masked_fill(hide, NEG), -1))
-
-
-def by_distance(w):
-    return torch.stack([torch.diagonal(w, offset=-d, dim1=-2, dim2=-1).mean() for d in range(w.shape[-1])])
-
-
-def multihead(heads, x):
-    B, T, _ = x.shape
-    q, k, v = (torch.stack([getattr(h, n)(x) for h in heads], 1) for n in ("query", "key", "value"))
-    return F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(B, T, -1)
-
-
-def score_parts(model, ids):
-    B, T = ids.shape
-    tok, pos = model.token_table(ids), model.position_table(torch.arange(T)).expand(B, T, -1)
-    h = model.head
-    return [a @ b.mT / h.key.weight.shape[0] ** 0.5 for a in (h.query(tok), h.query(pos)) for b in (h.key(tok), h.key(pos))]
-
-
-def unit_scale(q, k):
-    return 1 / math.sqrt(q.shape[-1] * q.var().item() * k.var().item())
 
 
 # check, its answer, the other arguments, and which argument is the drawn input (its shape starts (B, T))
