@@ -19,7 +19,7 @@ from .engine import (CheckFailed, _answer_is, _compare, _factor, _fail, _fill, _
 from .heads import _HEAD_ROWS, _MEASURED_ROWS, HeadCase, _check_head_structure, _leak, _weights_read
 from .hints import _HINTS
 from .references import _head_output, _head_weights, _Projected
-from .running import _call, _check, _fail_if_changed, _raise_from, _try
+from .running import _call, _check, _fail_if_changed, _quietly, _raise_from, _try
 from .trial import _Saved
 
 _T_LT_BLOCK = ("your head breaks when T < block_size: it works for T = block_size = {bs} but not for T = "
@@ -101,14 +101,15 @@ class _BuiltHead:
     def fresh_output(self, x: torch.Tensor):
         """A new head of the learner's class with these weights, on x: its output, or None. The new
         head gets its own weights back afterwards (a grader compares what it handed out)."""
-        other, exc, _ = running._run(self.Head, *self.sizes)
-        if exc is not None or not isinstance(other, nn.Module):
+        built = _quietly(running._run, self.Head, *self.sizes)
+        other = built[0] if built is not None and built[1] is None else None
+        if not isinstance(other, nn.Module):
             return None
         own = _Saved([other])
         try:
             other.eval().load_state_dict(self.state)
             out, exc, _ = running._run(other, x.clone())
-        except Exception:  # noqa: BLE001 - no second head to compare with: nothing is named
+        except Exception:  # noqa: BLE001 - no second head to compare with (or no recorded call): nothing is named
             return None
         finally:
             own.restore()

@@ -297,7 +297,7 @@ def _compare(got, expected: torch.Tensor, *, what: str, where: str, case=None, t
         raise CheckFailed(f"{message}\n  ({what}, {where}){details}", row.id)
     c = _factor(got, expected)
     if c is not None:
-        now = _factor(again.call()[0], expected, 1.0) if again is not None else c
+        now = _factor(again.result(), expected, 1.0) if again is not None else c
         if now is not None and abs(now - c) > 1e-3:
             _fail("general/counter", c=now, before=c, details=details, **fields)
         _fail("general/scaled", c=c, details=details, **fields)

@@ -232,6 +232,16 @@ def _call(fn, *args, inputs: str, case: Case | None = None, hints=None, name: st
     return result, watch
 
 
+def _quietly(probe, *args):
+    """``probe(*args)``, or None if it raises anything: a call a check makes only to word a failure must
+    never be the failure (a grader that replays recorded calls has none for it, the learner's code may
+    raise on it), so without it the check says what it would have said anyway."""
+    try:
+        return probe(*args)
+    except Exception:  # noqa: BLE001
+        return None
+
+
 class _Again:
     """The learner's function called again, for the messages that tell state from a mistake: on the
     same inputs, and on other inputs of the same shapes (its float tensors plus noise from ``trial``)."""
@@ -243,13 +253,18 @@ class _Again:
         copies = [a.clone() if isinstance(a, torch.Tensor) else a for a in (args or self.args)]
         return _call(self.fn, *copies, inputs=self.where, case=self.case, hints=self.hints)
 
+    def result(self, args=None):
+        """The answer's result on ``args`` (the same inputs again by default), or None if that call fails."""
+        called = _quietly(self.call, args)
+        return called[0] if called is not None else None
+
     def ignores_inputs(self, got) -> bool:
         """True if the answer returns ``got`` again, to the bit, for other inputs: a result kept."""
         other = [a + self.trial.randn(*a.shape) if isinstance(a, torch.Tensor) and a.is_floating_point() else a
                  for a in self.args]
         if not isinstance(got, torch.Tensor) or all(o is a for o, a in zip(other, self.args)):
             return False
-        again, _ = self.call(other)
+        again = self.result(other)
         return isinstance(again, torch.Tensor) and torch.equal(again, got)
 
 
