@@ -1,8 +1,8 @@
 """Sweep: every check the chapters call, fed right answers, transforms of them, stubs, misuse and
 mistakes, in learner and strict mode; counts how each verdict reads.
 
-Run as ``python -m course sweep-checks`` (``-v`` lists every input that is not clear; ``--hostile`` runs
-:mod:`course.sweep_hostile`'s inputs instead).
+Run as ``python -m course sweep-checks`` (``-v`` lists every input that is not clear;
+``python -m course sweep-hostile`` runs :mod:`course.sweep_hostile`'s inputs the same way).
 Each input says what a good check does with it: pass it, answer "not yet implemented", or fail it
 (with the id of the message it should give, where one fits). Each run of an input in one mode is
 counted once, as
@@ -488,13 +488,10 @@ def sweep(checks=None, verbose=False, cases=None) -> Counter:
 
 def add_arguments(parser) -> None:
     parser.add_argument("-v", "--verbose", action="store_true", help="list every input that is not clear")
-    parser.add_argument("--hostile", action="store_true", help="course/sweep_hostile.py's inputs instead")
 
 
-def run(args) -> int:
-    from course import sweep_hostile
-
-    c = sweep(verbose=args.verbose, cases=sweep_hostile.inputs if args.hostile else None)
+def run(args, cases=None) -> int:
+    c = sweep(verbose=args.verbose, cases=cases)
     print(f"inputs tried {c['tried']} / clear {c['clear']} / generic {c['generic']} / crash {c['crash']} "
           f"/ wrong verdict {c['wrong verdict']}")
     return 0

@@ -193,7 +193,7 @@ def check_head(Head, *, trial):
                 if i > 0:
                     built.fail_if_kept_state(x, expected, where, "its output on this call is wrong")
                 raise
-            if i == 0:
+            if i == 0 and hs == 16:  # the chapter's head, read once: a finite fill is one at any size
                 _exactly_masked(case, what, where)
             earlier.append((expected, got.detach()))
     return (f"{name} matches the reference head, and its tril is a buffer (tested T = 1 to "

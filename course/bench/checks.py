@@ -1,38 +1,29 @@
 """Benchmark: every chapter's check on a right answer, in learner mode, against another copy of the checks.
 
 Run as ``python -m course bench-checks --against DIR`` where DIR holds another version's
-``attention_lab/checks`` (for main: ``git archive main attention_lab | tar -x -C DIR``). Both copies are
-loaded in this one process and timed in turns, round by round (``--rounds``, default 10), so that the
-machine's load falls on both alike; it prints each check's median time for the other copy and this one,
-and the ratio of their totals. It never fails: the numbers are for a note, not a test.
+``attention_lab/`` and nothing else (for main: ``git archive main attention_lab | tar -x -C DIR``). Two
+worker processes, one importing that copy and one this repository's, run each check in turns, round
+by round (``--rounds``, default 10), so that the machine's load falls on both alike; it prints each
+check's median time for the other copy and this one, and the ratio of their totals. It never fails:
+the numbers are for a note, not a test.
 """
 
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import io
-import itertools
+import os
 import statistics
+import subprocess
 import sys
+import sysconfig
 import time
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 
-_copies = itertools.count()
-
-
-def load_checks(root: Path):
-    """The ``attention_lab.checks`` package under ``root``, loaded under a name of its own."""
-    here = root / "attention_lab" / "checks"
-    spec = importlib.util.spec_from_file_location(f"bench_checks_{next(_copies)}", here / "__init__.py",
-                                                  submodule_search_locations=[str(here)])
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # while it runs: its modules import one another by relative imports
-    spec.loader.exec_module(module)
-    return module
+from course import layout
 
 
 def cases():
@@ -62,18 +53,53 @@ def cases():
             ("check_previous_token_head", (previous,))]
 
 
+def _worker(package_root: Path) -> subprocess.Popen:
+    """A process whose ``attention_lab`` is the one under ``package_root``, with this repository's tools.
+
+    It runs without ``site`` (``-S``), so that no editable install's finder picks the package, and finds
+    the installed libraries on its PYTHONPATH instead."""
+    path = [str(package_root), str(layout.ROOT), sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(dict.fromkeys(path)), "OMP_NUM_THREADS": "1"}
+    return subprocess.Popen([sys.executable, "-S", "-m", "course.bench.checks", "--worker"], env=env, text=True,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=package_root)
+
+
 def bench(other: Path, rounds: int = 10) -> dict[str, tuple[float, float]]:
     """Each check's median seconds, (the other copy, this one), timed in turns."""
-    copies = [load_checks(other), load_checks(Path(__file__).resolve().parents[2])]
-    times = {name: ([], []) for name, _ in cases()}
-    for _ in range(rounds):
-        for name, args in cases():
-            for i, checks in enumerate(copies):
-                start = time.perf_counter()
-                with contextlib.redirect_stdout(io.StringIO()):
-                    getattr(checks, name)(*args)
-                times[name][i].append(time.perf_counter() - start)
+    workers = [_worker(other), _worker(layout.ROOT)]
+    loaded = [w.stdout.readline().strip() for w in workers]
+    if loaded[0] == loaded[1]:
+        raise SystemExit(f"both workers loaded {loaded[0]}: DIR must hold attention_lab/ and nothing else")
+    names = [name for name, _ in cases()]
+    times = {name: ([], []) for name in names}
+    try:
+        for _ in range(rounds):
+            for name in names:
+                for i, worker in enumerate(workers):
+                    worker.stdin.write(name + "\n")
+                    worker.stdin.flush()
+                    times[name][i].append(float(worker.stdout.readline()))
+    finally:
+        for worker in workers:
+            worker.stdin.close()
+            worker.wait()
     return {name: (statistics.median(a), statistics.median(b)) for name, (a, b) in times.items()}
+
+
+def _serve() -> int:
+    """The worker: for each check name read, run it on its right answer and write the seconds it took."""
+    from attention_lab import checks
+
+    print(checks.__spec__.origin, flush=True)  # which copy this worker runs
+    torch.set_num_threads(1)
+    arguments = dict(cases())
+    for line in sys.stdin:
+        name = line.strip()
+        start = time.perf_counter()
+        with contextlib.redirect_stdout(io.StringIO()):
+            getattr(checks, name)(*arguments[name])
+        print(time.perf_counter() - start, flush=True)
+    return 0
 
 
 def add_arguments(parser) -> None:
@@ -82,7 +108,6 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    torch.set_num_threads(1)
     medians = bench(args.against, args.rounds)
     for name, (other, this) in medians.items():
         print(f"{name:28} {1000 * other:8.1f} ms {1000 * this:8.1f} ms  x{this / other:.2f}")
@@ -90,3 +115,7 @@ def run(args) -> int:
     print(f"{'all (sum of medians)':28} {1000 * total_other:8.1f} ms {1000 * total_this:8.1f} ms  "
           f"x{total_this / total_other:.2f}")
     return 0
+
+
+if __name__ == "__main__" and sys.argv[1:] == ["--worker"]:
+    sys.exit(_serve())
