@@ -7,6 +7,8 @@ lesson, one job a module:
 - :mod:`attention_lab.explorers`: the widgets beside the pictures, and each chapter's maths behind them
   (one module per chapter's explorer);
 - :mod:`attention_lab.checks`: the exercise checks, which name the mistake they find;
+- :mod:`attention_lab.diagnose`: a report card for one head in any style (chapter 5), itself callable:
+  ``from attention_lab import diagnose; diagnose(head)``;
 - :mod:`attention_lab.text`: the tiny-Shakespeare corpus, shipped inside the package;
 - :mod:`attention_lab.training`: the model and training loop behind chapter 6's trained head;
 - :mod:`attention_lab.reference`: the package's own copy of Fig. 6's head, for checks and explorers.

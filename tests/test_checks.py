@@ -255,6 +255,60 @@ def stub(*args):
     raise NotImplementedError("fill me in")
 
 
+def counting(answer, per_instance=False):
+    """``answer`` times the number of times it has been called (on ``self`` for a forward)."""
+    calls = collections.Counter()
+
+    def counted(*args):
+        calls[id(args[0]) if per_instance else 0] += 1
+        return answer(*args) * calls[id(args[0]) if per_instance else 0]
+
+    return counted
+
+
+def cached_by_shape(answer, key=lambda *args: tuple(args[-1].shape)):
+    """``answer``, computed once per ``key`` (the shape of the last argument) and then returned again."""
+    kept = {}
+
+    key_of = key
+
+    def cached(*args):
+        key = key_of(*args)
+        if key not in kept:
+            kept[key] = answer(*args)
+        return kept[key]
+
+    return cached
+
+
+class CachingHead(Head):
+    """A head that keeps the keys of its first call and uses them again for every later x."""
+
+    def forward(self, x):
+        T = x.shape[1]
+        if not hasattr(self, "first_k"):
+            self.first_k = self.key(x)
+        k, q, v = self.first_k[:, :T], self.query(x), self.value(x)
+        return self.attend(self.score(q, k, x.shape[-1]), self.tril[:T, :T]) @ v
+
+
+class CachingWeightsHead(Head):
+    """A head that keeps the weights it computed for each length T and uses them again."""
+
+    def forward(self, x):
+        T = x.shape[1]
+        self.__dict__.setdefault("by_T", {})
+        if T not in self.by_T:
+            self.by_T[T] = self.attend(self.score(self.query(x), self.key(x), x.shape[-1]), self.tril[:T, :T])
+        return self.by_T[T] @ self.value(x)
+
+
+def half_sdpa(self, x):
+    """The head's attention computed in float16, cast back to float32."""
+    q, k, v = (layer(x).half() for layer in (self.query, self.key, self.value))
+    return F.scaled_dot_product_attention(q, k, v, is_causal=True).float()
+
+
 class StubHead(nn.Module):
     def __init__(self, C, head_size, block_size):
         super().__init__()
@@ -627,7 +681,55 @@ WRONG = [
     ("not-finite-inf", checks.check_cumsum_average, (lambda x: average_matmul(x) / 0,), "general/not-finite"),
     ("not-finite-nan", checks.check_cumsum_average, (lambda x: average_matmul(x) * math.nan,), "general/not-finite"),
     ("differ", checks.check_cumsum_average, (lambda x: average_matmul(x) + 0.5 * x,), "general/differ"),
-    ("differ-double", checks.check_cumsum_average, (lambda x: average_matmul(x) * 2,), "general/differ"),
+    ("differ-plus-x-squared", checks.check_cumsum_average, (lambda x: average_cumsum(x) + 0.1 * x ** 2,),
+     "general/differ"),
+    ("scaled-double", checks.check_cumsum_average, (lambda x: average_matmul(x) * 2,), "general/scaled"),
+    ("scaled-softmax", checks.check_softmax, (lambda z: softmax_safe(z) / 3,), "general/scaled"),
+    # what any check says about an answer that keeps state between calls, or is right to 3 digits only
+    ("counter-average", checks.check_cumsum_average, (counting(average_cumsum),), "general/counter"),
+    ("counter-padding", checks.check_padding_mask, (counting(pad_weights),), "general/counter"),
+    ("counter-head", checks.check_head, (head_variant(forward=counting(Head.forward, per_instance=True)),),
+     "general/counter"),
+    ("cache-by-shape-average", checks.check_cumsum_average, (cached_by_shape(average_cumsum),),
+     "general/kept-state"),
+    ("cache-by-shape-distance", checks.check_weight_by_distance, (cached_by_shape(by_distance_loop),),
+     "general/kept-state"),
+    ("cache-by-shape-parts", checks.check_score_parts, (cached_by_shape(score_parts), PARTS_MODEL, PARTS_IDS),
+     "general/kept-state"),
+    ("float16-average", checks.check_cumsum_average, (lambda x: average_cumsum(x.half()).float(),),
+     "general/precision"),
+    ("bfloat16-softmax", checks.check_softmax, (lambda z: softmax_safe(z.bfloat16()).float(),), "general/precision"),
+    ("float16-head", checks.check_head, (head_variant(forward=half_sdpa),), "general/precision"),
+    ("float16-parts-cast-back", checks.check_score_parts,
+     (lambda m, i: [p.half().float() for p in score_parts(m, i)], PARTS_MODEL, PARTS_IDS), "parts/precision"),
+    ("bfloat16-parts", checks.check_score_parts,
+     (lambda m, i: [p.bfloat16().float() for p in score_parts(m, i)], PARTS_MODEL, PARTS_IDS), "parts/precision"),
+    ("empty-average", checks.check_cumsum_average, (lambda x: x[:, :0],), "general/empty"),
+    ("empty-head", checks.check_head, (head_variant(forward=lambda self, x: self.value(x)[..., :0]),), "general/empty"),
+    ("no-argument-head", checks.check_head, (), "general/arguments"),
+    ("average-last-count", checks.check_cumsum_average,
+     (cumsum_over(lambda T: torch.arange(1, T + 1).index_add(0, torch.tensor([T - 1]), torch.tensor([1]))[:, None]),),
+     "average/counts"),
+    ("average-counts-rounded", checks.check_cumsum_average,
+     (cumsum_over(lambda T: torch.arange(1, T + 1).clamp(max=10)[:, None]),), "average/counts"),
+    ("scale-kept-by-shape", checks.check_unit_scale, (cached_by_shape(unit_scale),), "scale/kept"),
+    ("scale-kept-by-d_k", checks.check_unit_scale, (cached_by_shape(unit_scale, key=lambda q, k: q.shape[-1]),),
+     "scale/kept"),
+    ("head-values-reversed", checks.check_head, (head_variant(average=lambda w, x, k, q, v: w @ v.flip(1)),),
+     "head/reversed"),
+    ("head-output-reversed", checks.check_head, (head_variant(forward=lambda self, x: Head.forward(self, x).flip(1)),),
+     "head/reversed"),
+    ("head-caches-keys", checks.check_head, (CachingHead,), "head/kept-state"),
+    ("head-caches-weights-by-T", checks.check_head, (CachingWeightsHead,), "head/kept-state"),
+    ("real-dropout-on", checks.check_real_batch_weights, (lambda: F.dropout(real_weights()(), 0.1), REAL_HEAD, REAL_X),
+     "real/unsteady"),
+    ("real-counter", checks.check_real_batch_weights, (counting(real_weights()), REAL_HEAD, REAL_X), "real/unsteady"),
+    ("parts-model-none", checks.check_score_parts, (score_parts, None, PARTS_IDS), "parts/bad-model"),
+    ("parts-model-head", checks.check_score_parts, (score_parts, PARTS_MODEL.head, PARTS_IDS), "parts/bad-model"),
+    ("parts-ids-float", checks.check_score_parts, (score_parts, PARTS_MODEL, PARTS_IDS.float()), "parts/bad-ids"),
+    ("parts-ids-too-long", checks.check_score_parts, (score_parts, PARTS_MODEL, PARTS_IDS.repeat(1, 2)),
+     "parts/bad-ids"),
+    ("too-many-arguments", checks.check_softmax, (softmax_safe, 1), "general/arguments"),
     # hints from the failed torch call
     ("T-on-3d-scale", checks.check_unit_scale, (lambda q, k: 1 / (q @ k.T).std(),), "hint/T-on-3d"),
     ("T-on-3d-head", checks.check_head, (head_variant(score=lambda q, k, C: q @ k.T / 4),), "hint/T-on-3d"),
@@ -1110,22 +1212,33 @@ def test_each_message_is_tested_in_two_code_forms():
     assert set(checks.MISTAKES) - set(forms) == set()
 
 
+def recording(answer, seen):
+    """``answer``, keeping a copy of the first tensor argument of every call in ``seen``."""
+
+    def recorded(*args):
+        seen.append(next(a for a in args if isinstance(a, torch.Tensor)).clone())
+        return answer(*args)
+
+    return recorded
+
+
+def _row(v):
+    return "[" + ", ".join(f"{n:.4f}" for n in v[:4].tolist()) + ", ...]"
+
+
 def test_a_named_mistake_shows_the_learners_numbers_against_the_reference():
-    failure = _produce(checks.check_cumsum_average, (lambda x: x.mean(dim=1, keepdim=True).expand_as(x),))
-    torch.manual_seed(checks.SEED)
-    x = torch.randn(4, 8, 384)  # the check's first input
+    seen = []
+    failure = _produce(checks.check_cumsum_average,
+                       (recording(lambda x: x.mean(dim=1, keepdim=True).expand_as(x), seen),))
+    x = seen[0]  # the check's first input
     expected = x.double().cumsum(1) / torch.arange(1, 9).view(1, 8, 1)
     got = x.double().mean(1, keepdim=True).expand_as(x)
     diff = (got - expected).abs()
     b, t, c = (int(i) for i in torch.unravel_index(diff.argmax(), diff.shape))
-
-    def row(v):
-        return "[" + ", ".join(f"{n:.4f}" for n in v[:4].tolist()) + ", ...]"
-
     message = str(failure)
     assert f"largest difference {diff.max():.4g} at index [{b}, {t}, {c}]" in message
-    assert f"expected[{b}, {t}, :] = {row(expected[b, t])}" in message
-    assert f"got[{b}, {t}, :]      = {row(got[b, t])}" in message
+    assert f"expected[{b}, {t}, :] = {_row(expected[b, t])}" in message
+    assert f"got[{b}, {t}, :]      = {_row(got[b, t])}" in message
 
 
 def test_an_unnamed_difference_is_shown_where_it_is_largest():
@@ -1136,22 +1249,17 @@ def test_an_unnamed_difference_is_shown_where_it_is_largest():
             out[0, 0, 0] += 0.25
         return out
 
-    failure = _produce(checks.check_cumsum_average, (almost,))
+    seen = []
+    failure = _produce(checks.check_cumsum_average, (recording(almost, seen),))
     assert failure.mistake == "general/differ"
-    torch.manual_seed(checks.SEED)
-    x = torch.randn(4, 8, 384)  # the check's first input
-    expected = x.double().cumsum(1) / torch.arange(1, 9).view(1, 8, 1)
-    got = almost(x).double()
-
-    def row(v):
-        return "[" + ", ".join(f"{n:.4f}" for n in v[:4].tolist()) + ", ...]"
-
-    assert str(failure).splitlines()[1:] == [
+    expected = seen[0].double().cumsum(1) / torch.arange(1, 9).view(1, 8, 1)
+    got = almost(seen[0]).double()
+    assert str(failure).splitlines()[1:4] == [
         "  largest difference 0.5 at index [1, 2, 3]",
-        f"  expected[1, 2, :] = {row(expected[1, 2])}",
-        f"  got[1, 2, :]      = {row(got[1, 2])}",
+        f"  expected[1, 2, :] = {_row(expected[1, 2])}",
+        f"  got[1, 2, :]      = {_row(got[1, 2])}",
     ]
-    assert row(got[1, 2]) != row(expected[1, 2])
+    assert _row(got[1, 2]) != _row(expected[1, 2])
 
 
 def test_an_error_names_the_learners_function_its_inputs_and_the_cause():
@@ -1241,10 +1349,10 @@ def test_every_check_has_a_stub_case_and_a_keyword_only_strict():
 @pytest.mark.filterwarnings("ignore::UserWarning")
 @pytest.mark.parametrize("check, args, mistake", [w[1:] for w in WRONG[::9]], ids=[w[0] for w in WRONG[::9]])
 def test_in_strict_mode_a_wrong_answer_fails_with_the_same_message(check, args, mistake):
-    learner = _produce(check, args)
+    learner = _produce(functools.partial(check, seed=checks.SEED), args)  # the inputs strict mode draws
     with pytest.raises(AssertionError) as info:
         functools.partial(check, strict=True)(*args)
-    assert str(info.value) == str(learner)
+    assert str(info.value) == str(learner).split("\n  (the check drew its inputs with seed=")[0]
 
 
 def test_fresh_copy_ignores_a_learners_redefinition(monkeypatch, capsys):
@@ -1283,14 +1391,15 @@ def test_a_grader_sets_the_seed_and_the_runner_of_every_check_on_the_copy():
     graded = checks.fresh()
     original, calls = graded._run, []
 
-    def recording(fn, *args):
+    def recording_run(fn, *args):
         calls.append((fn, args))
         return original(fn, *args)
 
-    graded.SEED, graded._run = 7, recording
+    graded.SEED, graded._run = 7, recording_run
     assert graded.check_cumsum_average(average_cumsum, strict=True) is True
-    torch.manual_seed(7)
-    assert calls[0][0] is average_cumsum and torch.equal(calls[0][1][0], torch.randn(4, 8, 384))
+    seen = []
+    checks.check_cumsum_average(recording(average_cumsum, seen), seed=7)  # the inputs of seed 7
+    assert calls[0][0] is average_cumsum and torch.equal(calls[0][1][0], seen[0])
     calls.clear()
     assert graded.check_head(Head, strict=True) is True
     assert calls[0][0] is Head and any(isinstance(fn, Head) for fn, _ in calls)  # the forward too
@@ -1299,9 +1408,10 @@ def test_a_grader_sets_the_seed_and_the_runner_of_every_check_on_the_copy():
     assert calls == [(one_way, ())]
     calls.clear()
     assert graded.check_unit_scale(unit_scale, strict=True) is True  # its own generator, from the copy's SEED
-    q = torch.randn(64, 8, 16, generator=torch.Generator().manual_seed(7)) * math.sqrt(1 / 3)
-    assert calls[0][0] is unit_scale and torch.equal(calls[0][1][0], q)
-    assert checks.SEED == 1337 and checks.running._run is not recording  # the imported package is as it was
+    seen.clear()
+    checks.check_unit_scale(recording(unit_scale, seen), seed=7)
+    assert calls[0][0] is unit_scale and torch.equal(calls[0][1][0], seen[0])
+    assert checks.SEED == 1337 and checks.running._run is not recording_run  # the imported package is as it was
 
 
 def test_checks_diagnose_is_the_report_card_of_attention_lab_diagnose():

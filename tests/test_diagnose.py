@@ -21,24 +21,33 @@ SCALES = {
     "1/d_k": lambda C, hs: 1 / hs,
     "none": lambda C, hs: 1.0,
     "0.3": lambda C, hs: 0.3,
+    "temperature 1.5": lambda C, hs: hs ** -0.5 / 1.5,
+    "3 % high": lambda C, hs: 1.03 * hs ** -0.5,
 }
 
 
 def weigh(scores, keep, how, C, hs, dropout=None):
     """The lesson's steps from raw scores q @ k^T to weights, with the mistakes ``how`` names."""
-    T = scores.shape[-1]
+    T, block_size = scores.shape[-1], keep.shape[-1]
     scores = scores * SCALES[how.get("scale", "1/sqrt(d_k)")](C, hs)
     if how.get("slice", True):
         keep = keep[:T, :T]
     if "leak" in how and T > max(how["leak"]):  # one entry above the diagonal left open
         keep = keep.clone()
         keep[how["leak"]] = True
+    if how.get("alibi"):  # ALiBi's bias: -0.5 for each position back
+        scores = scores - 0.5 * (torch.arange(T)[:, None] - torch.arange(T)[None, :]).clamp(min=0)
+    if how.get("only_at_block_size") and T < block_size:
+        keep = torch.ones_like(keep)  # the mask is applied only when T == block_size
     mask = how.get("mask", "before")
     if mask == "before":
         scores = scores.masked_fill(~keep, how.get("fill", NEG))
-    weights = F.softmax(scores, dim=how.get("dim", -1))
+    elif mask == "float":  # a float 0/1 tril added, as SDPA does with a float attn_mask
+        scores = scores + keep.to(scores.dtype)
+    weights = F.softmax(scores.half() if how.get("half") else scores, dim=how.get("dim", -1)).to(scores.dtype)
     if mask == "after":
         weights = weights.masked_fill(~keep, 0.0)
+    weights = weights * how.get("factor", 1.0)  # a factor after the softmax, as on the output
     if how.get("dropout_on"):
         weights = F.dropout(weights, p=0.2)  # training=True unless told: on in eval() too
     elif dropout is not None:
@@ -185,6 +194,19 @@ MISTAKES = {
     "mask not sliced": (dict(slice=False), {"short_T"}, set(), "slice the mask with tril[:T, :T]"),
     "in place": (dict(inplace=True), {"in_place"}, set(), "in place"),
     "row 5 sees key 6": (dict(leak=(5, 6)), {"causal", "sdpa"}, set(), "row 5 sees key 6"),
+    # what else a head may do, each named even where the scale is read at the same time
+    "fill -5": (dict(fill=-5.0), {"causal", "exact_mask", "sdpa"}, set(), "the mask fills about -5"),
+    "ALiBi bias": (dict(alibi=True), {"extras", "sdpa"}, set(), "ALiBi's linear bias, -0.5 × (i − j)"),
+    "float16 softmax": (dict(half=True), {"extras", "sdpa"}, set(), "a float16 softmax: every weight is a float16"),
+    "softmax over the batch": (dict(dim=0, fill=-1e9), {"causal", "softmax_axis", "sdpa"},
+                               {"mask_order", "exact_mask"}, "softmax over the batch (dim=0)"),
+    "float 0/1 mask": (dict(mask="float"), {"causal", "extras", "sdpa"}, {"mask_order", "exact_mask"},
+                       "a float 0/1 mask added to the scores"),
+    "mask only at T = block_size": (dict(only_at_block_size=True), {"causal"}, set(),
+                                    "not causal at T=4 < block_size=8"),
+    "temperature": (dict(scale="temperature 1.5"), {"scale", "sdpa"}, set(), "= 1/√d_k / 1.5"),
+    "scale 3 % high": (dict(scale="3 % high"), {"scale", "sdpa"}, set(), "scale off by +3 %"),
+    "output doubled": (dict(factor=2.0), {"extras", "sdpa"}, set(), "so out = 2 · weights @ v"),
 }
 
 
@@ -257,7 +279,7 @@ def test_an_unexpected_scale_is_fitted(style):
     card = card_of(style, dict(scale="0.3"))
     assert_card(card, {"scale", "sdpa"})
     assert card.scale.value == pytest.approx(0.3, rel=1e-4)
-    assert card.scale.text.startswith("scale: an unexpected factor s = 0.3; expected 1/√d_k")
+    assert card.scale.text.startswith("scale with a temperature: s = 0.3 = 1/√d_k / ")
 
 
 def test_weights_that_are_no_softmax_are_said_to_be():
@@ -269,9 +291,11 @@ def test_weights_that_are_no_softmax_are_said_to_be():
         return weights @ v
 
     card = diagnose(attention, head_size=HS)
-    assert card.scale.ok is False and "the weights are no softmax of s * q @ k^T" in card.scale.text
-    assert card.softmax_axis.ok is None and card.mask_order.ok is None and card.exact_mask.ok is None
-    assert card.causal.ok and card.sdpa.ok is False
+    # the softmax is named as missing; the scale and the mask order have no softmax to be read in; the
+    # lines that need none are still measured
+    assert card.softmax_axis.ok is False and "sum to one number along no axis" in card.softmax_axis.text
+    assert card.scale.ok is None and card.mask_order.ok is None and card.extras.ok is None
+    assert card.causal.ok and card.exact_mask.ok and card.state.ok and card.sdpa.ok is False
 
 
 @pytest.mark.parametrize("style, layer", [("nanogpt", "c_proj"), ("multihead", "proj")])
@@ -322,11 +346,9 @@ def nan_head(q, k, v):
     (weights_not_out, dict(C=C, head_size=HS, block_size=BS),
      "returns shape (2, 8, 8); expected (B, T, head_size) = (2, 8, 16) at T=8"),
     (nan_head, dict(head_size=HS), "returns nan or inf at T=8"),
-    (lambda x: x, {}, "C not inferred: no nn.Linear found; call diagnose(obj, C=...)"),
+    (lambda x: x, {}, "C not inferred: no nn.Linear or weight matrix found; call diagnose(obj, C=...)"),
     (Head, {}, "Head is a class: diagnose one of its heads, e.g. diagnose(Head(C, head_size, "
                "block_size))"),
-    (MultiHeadAttention(C, 2, HS, BS, {}), {},
-     "2 heads side by side (n_head > 1): diagnose one head at a time"),
 ])
 def test_odd_input_gives_a_card(obj, sizes, words):
     card = diagnose(obj, **sizes)
@@ -368,7 +390,7 @@ def test_a_square_weight_is_not_taken_for_the_mask():
 
 
 class ParameterHead(nn.Module):
-    """Projections as bare nn.Parameter matrices: nothing to find, the rest still measured."""
+    """Projections as bare nn.Parameter matrices, read as such."""
 
     def __init__(self):
         super().__init__()
@@ -379,12 +401,10 @@ class ParameterHead(nn.Module):
         return F.scaled_dot_product_attention(q, k, v, None, 0.1, is_causal=True)  # dropout on
 
 
-def test_a_head_without_linear_layers_is_measured_where_it_can_be():
+def test_a_head_of_bare_parameter_matrices_is_read():
     card = diagnose(ParameterHead(), block_size=BS)
-    assert card.sizes.startswith("C=64, head_size=16 (from its output); q, k, v projections not found")
-    assert {n: v.ok for n, v in card.verdicts().items()} == dict(
-        runs=True, causal=True, scale=None, softmax_axis=None, mask_order=None, exact_mask=None,
-        eval_dropout=False, short_T=True, in_place=True, sdpa=None)
+    assert card.sizes.startswith("C=64, head_size=16 (from its projections)")
+    assert_card(card, {"eval_dropout"})  # its SDPA call has dropout_p=0.1, on in eval() too
 
 
 def test_short_T_raises_name_the_error_and_T():
@@ -432,7 +452,7 @@ def test_the_card_shows_in_a_notebook():
     lines = text.splitlines()
     assert lines[0].startswith("diagnose(Head): a module; C=64, head_size=16")
     assert [line[0] for line in lines[1:] if not line.startswith("  ")] == [
-        "✓", "✗", "✓", "✓", "✗", "✓", "✓", "✓", "✓", "✗"]
+        "✓", "✗", "✓", "✓", "✗", "✓", "✓", "✓", "✓", "✓", "✓", "✗"]
     assert all(len(line) <= 77 for line in lines)
 
     class Printer:

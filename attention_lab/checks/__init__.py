@@ -1,9 +1,10 @@
 """Self-checks for the exercises: each names the mistake it finds, in the learner's words.
 
 Every ``check_*`` function takes the learner's answer (a function, a class, a head or a tensor), runs
-it on several seeded inputs (T = 1, T < block_size, B > 1, ...) and compares the result with an
-independent reference computed in float64, before the learner's code runs and from copies of the
-inputs. Which chapter uses which check (each chapter's checks are in its own module):
+it on inputs it draws itself (several shapes, T = 1, T < block_size, B = 1, two inputs of one shape)
+and compares the result with an independent reference computed in float64, before the learner's code
+runs and from copies of the inputs. Which chapter uses which check (each chapter's checks are in its
+own module):
 
 - chapter 1 (:mod:`.chapter1`): :func:`check_cumsum_average`;
 - chapter 2 (:mod:`.chapter2`): :func:`check_one_way`;
@@ -15,9 +16,10 @@ inputs. Which chapter uses which check (each chapter's checks are in its own mod
   :func:`check_score_parts`.
 
 The rest of the package: :mod:`.engine` (the messages, :data:`MISTAKES`, and how an answer is compared
-and a mistake matched), :mod:`.running` (seed, strict mode, running the learner's code), :mod:`.hints`
-(what a failed torch call says), :mod:`.references` (the float64 references) and :mod:`.heads` (a
-head's mistakes, shared by chapter 5's checks).
+and a mistake matched), :mod:`.running` (strict mode, running the learner's code), :mod:`.trial` (the
+seed and generator of a check's inputs, and what it hands out, put back after a change),
+:mod:`.hints` (what a failed torch call says), :mod:`.references` (the float64 references) and
+:mod:`.heads` (a head's mistakes and parts, shared by chapter 5's checks).
 
 Two modes. In learner mode, the default, a check prints one line and returns None:
 
@@ -33,18 +35,26 @@ With ``strict=True`` (for graders) a pass prints nothing and returns True; a stu
 answer raises. Graders call the checks on :func:`fresh`, a copy of this package read again from its
 files, so that a learner's ``checks.check_head = ...`` in the notebook changes nothing.
 
+Inputs: learner mode draws new ones at every call, from a new seed that a failure prints (``seed=N``
+draws the same again; a pass prints no seed, so stored outputs stay the same); strict mode draws them
+from :data:`SEED`, which a grader sets for a batch, so the inputs are a function of that seed and of
+what the answer returned. Every check calls a function answer at least twice with different inputs,
+so that one that keeps state between calls (a cache, a counter) is named; what it hands out (tensors,
+modules) is put back after a change, so that a side effect is named on every run.
+
 In both modes a wrong answer raises :class:`CheckFailed`, an ``AssertionError``. Its message names the
 mistake (the checks rebuild the wrong answers learners really write, from the learner's own inputs and
 weights, and see which one matches, or measure it: the weights a head really uses, the scale read off
 its softmax) and gives expected vs got; its ``mistake`` attribute is the id of that message in
-:data:`MISTAKES`. An answer of the wrong dtype or device, and code that changes its input tensors or
-a module's weights in place, are told so. An exception in the learner's code becomes a
+:data:`MISTAKES`. An answer of the wrong dtype or device, one computed in float16 or bfloat16 and cast
+back, one that keeps state between calls, and code that changes its input tensors or a module's
+weights in place, are told so; a check called without its answer says how the chapter calls it. An exception in the learner's code becomes a
 ``CheckFailed`` that says which function raised what, for which inputs, with a hint when the torch
 call that failed (each call is watched through a ``TorchFunctionMode``) points to a mistake,
 whatever way the code was written.
 
-The checks draw their random inputs inside ``torch.random.fork_rng``: calling one does not change the
-notebook's random stream. Importing this package has no side effects.
+The checks draw their random inputs from a generator of their own, inside ``torch.random.fork_rng``:
+calling one does not change the notebook's random stream. Importing this package has no side effects.
 """
 from __future__ import annotations
 
@@ -64,7 +74,7 @@ from .chapter6 import check_previous_token_head, check_score_parts, check_weight
 # the building blocks of a check, importable from here as before the package was split (for new checks
 # written outside it, and for the graders: attention_lab.judge and attention_lab.observe)
 from .engine import (ATOL, LINE_WIDTH, MISTAKES, RTOL, Case, CheckFailed, _answer_is, _compare, _fail,  # noqa: F401
-                     _fill, _first, _fmt, _Mistake, _name, _reference_with, _shape, _table, _tested)
+                     _fill, _first, _fmt, _Mistake, _name, _reference_with, _shape, _table)
 from .running import SEED, _call, _Call, _check, _HelperStub, _NotYetImplemented, _run, _Watch  # noqa: F401
 
 __all__ = [

@@ -5,9 +5,9 @@ import dataclasses
 
 import torch
 
-from .engine import Case, _answer_is, _compare, _fail, _matches, _shape, _table, _tested
+from .engine import Case, _answer_is, _fail, _matches, _shape, _table
 from .hints import _ELEMENTWISE, _HINTS
-from .running import _call, _check
+from .running import _check, _try
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -31,6 +31,25 @@ def _cumsum_axis(case, got):
         if _matches(got, case.x.cumsum(dim) / case.counts):
             return dict(dim=dim, axis=axis)
     return None
+
+
+def _counts_read(case, got):
+    """The count each position was divided by, read off the answer: right but at some positions."""
+    sums = case.x.cumsum(1)  # (B, T, C)
+    g = got.detach().to(torch.float64)
+    if tuple(g.shape) != tuple(sums.shape) or not torch.isfinite(g).all():
+        return None
+    usable = (g.abs() > 1e-6) & (sums.abs() > 1e-3)
+    ratio = torch.where(usable, sums / g.where(usable, 1.0), torch.nan)  # (B, T, C)
+    counts = ratio.transpose(0, 1).flatten(1).nanmedian(1).values  # (T,): each position's divisor
+    if torch.isnan(counts).any() or not _matches(got, sums / counts.view(1, -1, 1)):
+        return None
+    right = case.counts.flatten()
+    wrong = (counts - right).abs() > 1e-3
+    if not wrong.any() or torch.allclose(counts / right, counts[:1] / right[:1]):
+        return None  # right, or every count times one factor: the result is scaled, no count is off
+    t = int(wrong.nonzero()[0])
+    return dict(t=t, n=t + 1, count=float(counts[t]))
 
 
 def _counts_axis(case, failure):
@@ -68,6 +87,9 @@ _AVERAGE_ROWS = _table(
     ("average/no-keepdim", "w.sum(1) without keepdim=True has shape (T,), which broadcasting lines up with "
      "the columns: entry (i, j) was divided by j + 1 instead of by row i's own count i + 1; use "
      "w.sum(dim=1, keepdim=True)", _answer_is(lambda c: (c.ones.tril() / c.ones.tril().sum(1)) @ c.x)),
+    ("average/counts", "your counts are wrong at position {t}: it was divided by {count:.4g}, but it "
+     "averages the t + 1 = {n} tokens 0..{t}; divide position t by t + 1, the running count "
+     "torch.arange(1, T + 1), at every position, the last one too", _counts_read),
     ("average/no-cumsum", "right numbers, but no cumsum: your function never calls torch.cumsum (or "
      "x.cumsum); this exercise asks for the running sum x.cumsum(dim=1) divided by the running count",
      None),
@@ -80,31 +102,36 @@ _AVERAGE_HINTS = _table(
 ) + _HINTS
 
 
+def _average_shapes(trial) -> list[tuple[int, int, int]]:
+    """(B, T, C) of each input: the chapter's, B = T = 1, a long and a short one drawn, and the long
+    one again with new numbers (an answer that keeps results by shape fails there)."""
+    long = (trial.integer(2, 4), trial.integer(13, 64), trial.integer(2, 9))
+    short = (trial.integer(1, 3), trial.integer(2, 12), trial.integer(2, 9))
+    return [(4, 8, 384), (1, 1, 3), long, short, long]
+
+
 @_check
-def check_cumsum_average(fn):
+def check_cumsum_average(fn, *, trial):
     """Chapter 1, the exercise "the causal average with cumsum": ``fn(x)`` maps (B, T, C) to its causal
     running mean, computed as ``x.cumsum(dim=1)`` divided by the running counts 1, 2, ..., T.
 
-    Tests the numbers (B = 1..4, T = 1..12, C = 3..384; position t of the result is the mean of
-    positions 0..t of ``x``), then that ``torch.cumsum`` (or ``x.cumsum``) was called: the right
-    numbers without it (a loop, a row-normalized ``tril`` matrix) fail with "right numbers, but no
-    cumsum". Names the mistakes of any running mean (the future averaged in, the current token left
-    out, sums, columns normalized) and of cumsum: dividing by T, counts that start at 0 (inf), cumsum
-    over the wrong axis, counts of shape (T,) that meet the channels instead of the positions.
+    Tests the numbers on inputs drawn at each call (B = 1 to 4, T = 1 to 64, two inputs of one shape;
+    position t of the result is the mean of positions 0..t of ``x``), then that ``torch.cumsum`` (or
+    ``x.cumsum``) was called: the right numbers without it (a loop, a row-normalized ``tril`` matrix)
+    fail with "right numbers, but no cumsum". Names the mistakes of any running mean (the future
+    averaged in, the current token left out, sums, columns normalized) and of cumsum: dividing by T,
+    counts that start at 0 (inf) or are wrong at some position, cumsum over the wrong axis, counts of
+    shape (T,) that meet the channels instead of the positions.
     """
-    shapes = [(4, 8, 384), (1, 1, 3), (3, 5, 4), (2, 12, 7)]
-    for B, T, C in shapes:
-        x = torch.randn(B, T, C)
+    for B, T, C in _average_shapes(trial):
+        x = trial.randn(B, T, C)
         x64 = x.to(torch.float64)
         counts = torch.arange(1, T + 1, dtype=torch.float64).view(1, T, 1)
         expected = x64.cumsum(1) / counts
         case = AverageCase(x=x64, B=B, T=T, C=C, counts=counts, ones=torch.ones(T, T, dtype=torch.float64))
         where = f"x of shape {_shape(x)}"
-        got, watch = _call(fn, x.clone(), inputs=where, case=case, hints=_AVERAGE_HINTS)
-        _compare(got, expected, what="your causal average", where=where, case=case, table=_AVERAGE_ROWS)
+        _, watch = _try(fn, (x,), expected, what="your causal average", where=where, case=case,
+                        table=_AVERAGE_ROWS, hints=_AVERAGE_HINTS, trial=trial)
         if not (watch.calls["cumsum"] or watch.calls["cumsum_"]):
             _fail("average/no-cumsum")
-    return (f"your causal average, built with cumsum, matches the running mean "
-            f"(tested {_tested('T', [s[1] for s in shapes])}; {_tested('B', [s[0] for s in shapes])})")
-
-
+    return "your causal average, built with cumsum, matches the running mean (tested 5 inputs: T = 1 to 64, B = 1 to 4)"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 import torch.nn as nn
 
-from .engine import _fail, _name, _table
+from .engine import _fail, _fail_unless_float_cpu, _name, _table
 from .running import _call, _check
 
 _ONE_WAY_ROWS = _table(
@@ -40,13 +40,14 @@ def _one_way_scores(query: nn.Linear, key: nn.Linear, transposed: bool = False) 
 
 
 @_check
-def check_one_way(one_way):
+def check_one_way(one_way, *, trial):
     """Chapter 2, exercise ``ex-qkv-one-way``: ``one_way()`` returns ``(query, key)``, bias-free
     ``nn.Linear(2, hs)`` layers with which token a = [1, 0] looks for token b = [0, 1] (raw score 2 or
     more) and b does not look for a (0 or less).
 
     Names: tied weights (one matrix for both), the two directions swapped, weights written as (in, out),
-    a bias, layers of the wrong sizes, scores that lean the right way but too little.
+    a bias, layers of the wrong sizes, weights that are not float numbers on the CPU (a meta device),
+    scores that lean the right way but too little. It draws no inputs: ``trial`` is unused.
     """
     got, _ = _call(one_way, inputs="no arguments")
     name = _name(one_way)
@@ -56,6 +57,8 @@ def check_one_way(one_way):
     if not (query.in_features == key.in_features == 2 and query.out_features == key.out_features):
         _fail("one-way/width", qin=query.in_features, qout=query.out_features, kin=key.in_features,
               kout=key.out_features)
+    for part, layer in (("query", query), ("key", key)):  # numbers on the CPU, before any arithmetic
+        _fail_unless_float_cpu(layer.weight, what=f"the {part} layer's weight", where=f"returned by `{name}`")
     if query.bias is not None or key.bias is not None:
         _fail("one-way/bias")
     ab, ba = _one_way_scores(query, key)

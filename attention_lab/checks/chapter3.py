@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import numbers
 
 import torch
 
-from . import running
-from .engine import Case, _answer_is, _compare, _fail, _matches, _name, _shape, _table
+from .engine import Case, _answer_is, _fail, _matches, _name, _shape, _table
 from .references import _softmax
-from .running import _call, _check
+from .running import _call, _check, _try
 
 _SCALE_ROWS = _table(
     ("scale/not-a-number", "`{name}` should return one number (a float or a 0-d tensor); got {got}", None),
+    ("scale/kept", "`{name}` returned {got:.4g} for two inputs of one shape whose entries have different "
+     "variances ({first} and {second}): it keeps its first answer for that shape; compute s from the q "
+     "and k it is given", None),
     ("scale/unit-variance", "that is 1/√d_k, the scale for entries of variance 1; these entries have "
      "variance {vq:.2f} (q) and {vk:.2f} (k), and Var(q·k) = d_k·Var(q_i)·Var(k_i) (section 3.5)", None),
     ("scale/variances", "divided by the variances, not by the standard deviation: s must be "
@@ -31,7 +34,15 @@ _SCALE_ROWS = _table(
 
 # (d_k, Var(q_i), Var(k_i)): the chapter's own case, then two where no fixed or half-right s passes
 _SCALE_CASES = ((16, 1 / 3, 1 / 3), (64, 4.0, 1.0), (8, 0.25, 0.04))
+_SCALE_SHAPE = (32, 16)  # (B, T): 8,192 logits a case, whose variance a sample gives within a few percent
 _SCALE_TOLERANCE = 0.15  # a sample's variance wobbles by a few percent; every mistake is off by 1.5x or more
+
+
+def _scale_cases(trial) -> list[tuple[int, float, float]]:
+    """The fixed cases (the second's shape given to a drawn d_k and drawn variances), and the chapter's
+    shape again with variances whose right s is three times the first's."""
+    drawn = (trial.integer(4, 48), math.exp(trial.uniform(-2.0, 1.5)), math.exp(trial.uniform(-2.0, 1.5)))
+    return [_SCALE_CASES[0], drawn, _SCALE_CASES[2], (16, 2.0, 0.5)]
 
 
 def _scale_mistakes(dk: float, vq: float, vk: float) -> dict[str, float]:
@@ -42,42 +53,67 @@ def _scale_mistakes(dk: float, vq: float, vk: float) -> dict[str, float]:
             "scale/inverted": math.sqrt(dk * vq * vk)}
 
 
+def _number(s) -> tuple[float | None, str]:
+    """(s as a float, "") for any one real number, a NumPy scalar or a one-element float tensor;
+    else (None, what it is, in the learner's words)."""
+    if isinstance(s, torch.Tensor):
+        dtype = str(s.dtype).replace("torch.", "")
+        if s.device.type == "meta":
+            return None, f"a tensor on the meta device, which holds no numbers; compute s on the CPU"
+        if s.numel() != 1:
+            return None, f"a tensor of shape {_shape(s)}, not one number"
+        if s.dtype == torch.bool:
+            return None, f"a {dtype} tensor, {s.item()}: the result of a comparison, not a number"
+        if not s.is_floating_point():
+            return None, (f"an {dtype} tensor, {s.item()}: integers hold no fractions (a // or .long() "
+                          f"on the way?), and s is a fraction such as 0.18")
+        s = s.item()
+    if isinstance(s, bool) or not isinstance(s, numbers.Real):
+        return None, type(s).__name__
+    if not math.isfinite(float(s)):
+        return None, repr(float(s))
+    return float(s), ""
+
+
 @_check
-def check_unit_scale(unit_scale):
+def check_unit_scale(unit_scale, *, trial):
     """Chapter 3, exercise ``ex-scaling-unit-scale``: ``unit_scale(q, k)`` returns the number s with
     which the logits ``s * (q @ kᵀ)`` of queries and keys ``(B, T, d_k)`` have variance about 1:
     s = 1/√(d_k·Var(q_i)·Var(k_i)).
 
-    Tested on the chapter's kind of entries (variance 1/3, d_k = 16) and two others; within 15 %.
-    Names: 1/√d_k, variances instead of standard deviations, no √d_k, 1/d_k, the scale upside down, one
-    fixed number, anything else with the variance it gives.
+    Tested on the chapter's kind of entries (variance 1/3, d_k = 16), one other, one drawn at each
+    call, and the chapter's shape again with other variances; within 15 %. Any one real number
+    passes (a float, a NumPy scalar, a one-element float tensor). Names: 1/√d_k, variances instead
+    of standard deviations, no √d_k, 1/d_k, the scale upside down, one fixed number, the first answer
+    kept for a shape, anything else with the variance it gives.
     """
     name = _name(unit_scale)
-    g = torch.Generator().manual_seed(running.SEED)  # read at call time: a grader may set the seed
+    cases = _scale_cases(trial)
     got, logits_var = [], []
-    for dk, vq, vk in _SCALE_CASES:
-        q = torch.randn(64, 8, dk, generator=g) * math.sqrt(vq)  # (B, T, d_k)
-        k = torch.randn(64, 8, dk, generator=g) * math.sqrt(vk)  # (B, T, d_k)
+    for dk, vq, vk in cases:
+        q = trial.randn(*_SCALE_SHAPE, dk) * math.sqrt(vq)  # (B, T, d_k)
+        k = trial.randn(*_SCALE_SHAPE, dk) * math.sqrt(vk)  # (B, T, d_k)
         raw = (q.double() @ k.double().transpose(-2, -1))  # (B, T, T), before the learner sees q, k
-        s, _ = _call(unit_scale, q, k, inputs=f"q, k of shape (64, 8, {dk})")
-        if isinstance(s, torch.Tensor) and s.numel() == 1 and s.is_floating_point():
-            s = s.item()
-        if not isinstance(s, float | int) or isinstance(s, bool) or not math.isfinite(s):
-            _fail("scale/not-a-number", name=name, got=repr(s) if isinstance(s, float | int) else type(s).__name__)
-        got.append(float(s))
+        answer, _ = _call(unit_scale, q, k, inputs=f"q, k of shape {_shape(q)}")
+        s, what = _number(answer)
+        if s is None:
+            _fail("scale/not-a-number", name=name, got=what)
+        got.append(s)
         logits_var.append(float((s * raw).var()))
     if all(abs(v - 1) <= _SCALE_TOLERANCE for v in logits_var):
-        return (f"s·(q @ kᵀ) has variance {min(logits_var):.2f} to {max(logits_var):.2f} "
-                f"(tested d_k = 16, 64, 8 with Var(q_i)·Var(k_i) = 1/9, 4, 0.01)")
-    cases = list(zip(_SCALE_CASES, got))
+        return ("s·(q @ kᵀ) has variance 1, within 15 % (tested 4 inputs: d_k = 16, 8 and two drawn, "
+                "Var(q_i)·Var(k_i) from 0.01 to 20)")
+    pairs = list(zip(cases, got))
     for mistake in _scale_mistakes(1, 1, 1):
-        if all(abs(s / _scale_mistakes(*case)[mistake] - 1) <= _SCALE_TOLERANCE for case, s in cases):
-            (dk, vq, vk), _ = cases[-1]
+        if all(abs(s / _scale_mistakes(*case)[mistake] - 1) <= _SCALE_TOLERANCE for case, s in pairs):
+            (dk, vq, vk), _ = pairs[2]  # (8, 0.25, 0.04): the case the message's numbers come from
             _fail(mistake, vq=vq, vk=vk)
     if max(got) - min(got) <= 1e-9 * max(abs(x) for x in got):
         _fail("scale/fixed", got=got[0])
-    worst = max(range(len(cases)), key=lambda i: abs(logits_var[i] - 1))
-    (dk, vq, vk), s = cases[worst]
+    if got[0] == got[-1] and abs(logits_var[0] - 1) <= _SCALE_TOLERANCE:  # the first shape's answer, kept
+        _fail("scale/kept", name=name, got=got[0], first="1/3 and 1/3", second="2 and 0.5")
+    worst = max(range(len(pairs)), key=lambda i: abs(logits_var[i] - 1))
+    (dk, vq, vk), s = pairs[worst]
     _fail("scale/differ", got=s, var=logits_var[worst], dk=dk, vq=vq, vk=vk)
 
 
@@ -122,24 +158,31 @@ _SOFTMAX_ROWS = _table(
 )
 
 
+def _softmax_inputs(trial) -> list[tuple[str, torch.Tensor]]:
+    """Logits of 1 to 4 axes, the lesson's [8, 0], large ones fixed and drawn, and the first shape again."""
+    return [
+        ("random logits", trial.randn(3, 5, 5) * 3),
+        ("the logits [8, 0]", torch.tensor([8.0, 0.0])),
+        ("random logits", trial.randn(2, 1, 1)),
+        ("large logits", torch.tensor([[1000.0, 0.0], [0.0, -1000.0], [-1000.0, -1001.0], [500.0, 499.0]])),
+        ("random logits", trial.randn(2, 3, 4, trial.integer(2, 9)) * 3),
+        ("large logits", trial.randn(trial.integer(2, 6), trial.integer(2, 9)) * 500),
+        ("random logits", trial.randn(3, 5, 5) * 3),
+    ]
+
+
 @_check
-def check_softmax(fn):
+def check_softmax(fn, *, trial):
     """Chapter 3, exercise ``ex-scaling-softmax``: ``fn(z)`` is softmax over the last axis.
 
     The exercise writes it by hand (exp / sum); the check compares numbers only, so ``torch.softmax``
     passes too. It must be safe for large logits such as [1000, 0]: subtract each row's max first.
+    Tested on logits of 1 to 4 axes, most of them drawn at each call, two of one shape.
     """
-    cases = [
-        ("random logits", torch.randn(3, 5, 5) * 3),
-        ("the logits [8, 0]", torch.tensor([8.0, 0.0])),
-        ("random logits", torch.randn(2, 1, 1)),
-        ("large logits", torch.tensor([[1000.0, 0.0], [0.0, -1000.0], [-1000.0, -1001.0], [500.0, 499.0]])),
-    ]
-    for label, z in cases:
+    for label, z in _softmax_inputs(trial):
         case = SoftmaxCase(z=z.to(torch.float64), large=label == "large logits")
         where = f"{label}, z of shape {_shape(z)}"
-        got, _ = _call(fn, z.clone(), inputs=where, case=case)
-        _compare(got, _softmax(z), what="your softmax", where=where, case=case, table=_SOFTMAX_ROWS)
-    return "your softmax matches torch.softmax(z, dim=-1), also for logits like [1000, 0] (tested 4 inputs, 1-D to 3-D)"
-
-
+        _try(fn, (z,), _softmax(z), what="your softmax", where=where, case=case, table=_SOFTMAX_ROWS,
+             trial=trial)
+    return ("your softmax matches torch.softmax(z, dim=-1), also for logits like [1000, 0] (tested 7 "
+            "inputs, 1-D to 4-D)")

@@ -6,11 +6,11 @@ import math
 
 import torch
 
-from .engine import Case, _answer_is, _compare, _fail, _matches, _shape, _table, _tested
+from .engine import Case, _answer_is, _fail, _matches, _shape, _table
 from .heads import SUPPORT
 from .hints import _ELEMENTWISE, _HINTS, _MASKING
 from .references import _keep, _softmax, _weights
-from .running import _call, _check
+from .running import _check, _try
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -151,15 +151,24 @@ _PADDING_HINTS = _HINTS[:1] + _table(
 ) + _HINTS[1:]
 
 
+def _padding_cases(trial) -> list[tuple[int, list[int]]]:
+    """(T, padding per sequence): the fixed ones (T = 8, 5, 1, and 6 for one sequence), one drawn, and
+    T = 8 again with other padding and new scores."""
+    T = trial.integer(2, 16)
+    drawn = [trial.integer(0, T) for _ in range(trial.integer(1, 4))]
+    return [(8, [0, 2, 5, 1]), (5, [3, 0, 5]), (1, [0, 1]), (6, [2]), (T, drawn), (8, [1, 0, 8, 3])]
+
+
 @_check
-def check_padding_mask(fn):
+def check_padding_mask(fn, *, trial):
     """Chapter 4, the padding-mask exercise: ``fn(scores, pad)`` returns weights that are causal and
     give no weight to padding.
 
     ``scores`` is (B, T, T); ``pad`` is a (B, T) bool tensor, True where a position holds padding. The
-    tests pad on the left (0 to T tokens per sequence, T = 8, 5, 1), so the first rows of a padded
-    sequence have no key left: the answer must make such rows all zeros, not nan. Every other row is
-    the softmax over the keys that are neither in the future nor padding.
+    tests pad on the left (0 to T tokens per sequence, T = 8, 5, 1, one drawn from 2 to 16 at each
+    call, and 8 again), so the first rows of a padded sequence have no key left: the answer must make
+    such rows all zeros, not nan. Every other row is the softmax over the keys that are neither in the
+    future nor padding.
 
     Accepts -inf and large finite fills (-1e9, ``torch.finfo(dtype).min``), and any way of zeroing the
     empty rows (``torch.nan_to_num``, ``torch.where``, multiplying by a row mask). Names: nan rows (which
@@ -167,21 +176,18 @@ def check_padding_mask(fn):
     to the queries instead of the keys, the flags inverted, the future not masked, masking after the
     softmax, filling with 0.
     """
-    cases = [(8, [0, 2, 5, 1]), (5, [3, 0, 5]), (1, [0, 1])]
-    for T, pads in cases:
+    for T, pads in _padding_cases(trial):
         B = len(pads)
-        scores = torch.randn(B, T, T) * 2
+        scores = trial.randn(B, T, T) * 2
         pad = torch.arange(T)[None, :] < torch.tensor(pads)[:, None]  # (B, T): True on the left
         expected = _padded(scores, pad)
         keep = _keep(T) & ~pad[:, None, :]
         case = PaddingCase(scores=scores, pad=pad, pads=pads, T=T, empty=~keep.any(-1), keep=keep)
         where = f"scores of shape {_shape(scores)} and pad of shape {_shape(pad)}, padding on the left {pads}"
-        got, _ = _call(fn, scores.clone(), pad.clone(), inputs=where, case=case, hints=_PADDING_HINTS)
-        _compare(got, expected, what="your weights", where=where, case=case, table=_PADDING_ROWS)
+        got, _ = _try(fn, (scores, pad), expected, what="your weights", where=where, case=case,
+                      table=_PADDING_ROWS, hints=_PADDING_HINTS, trial=trial)
         leak = _pad_leak(case, got)  # close at these scores, yet not exactly 0
         if leak is not None:
             _fail("pad/finite-fill", details=f"\n  (your weights, {where})", **leak)
-    return (f"your weights are causal, give padding no weight, and are 0 on rows with no key to look at "
-            f"(tested {_tested('T', [c[0] for c in cases])}; left padding of 0 to T tokens)")
-
-
+    return ("your weights are causal, give padding no weight, and are 0 on rows with no key to look at "
+            "(tested T = 1 to 16; left padding of 0 to T tokens)")

@@ -1,10 +1,9 @@
 """Chapter 5's checks: the head class (:func:`check_head`), the weights of a real batch
 (:func:`check_real_batch_weights`) and several heads in one fused call (:func:`check_multihead_sdpa`).
-The head mistakes they share are in :mod:`.heads`.
+The head mistakes they share, a head's parts and the reading of its weights are in :mod:`.heads`.
 """
 from __future__ import annotations
 
-import copy
 import dataclasses
 import functools
 import itertools
@@ -15,48 +14,13 @@ import torch.nn as nn
 from attention_lab.reference import ReferenceHead
 
 from . import running  # running._run, looked up at each call: a grader's replacement reaches it too
-from .engine import (CheckFailed, _answer_is, _compare, _fail, _fill, _matches, _name, _reference_with, _shape,
-                     _table, _tested)
-from .heads import _HEAD_ROWS, _MEASURED_ROWS, HeadCase, _leak
+from .engine import (CheckFailed, _answer_is, _compare, _factor, _fail, _fill, _matches, _name, _reference_with,
+                     _shape, _table)
+from .heads import _HEAD_ROWS, _MEASURED_ROWS, HeadCase, _check_head_structure, _leak, _weights_read
 from .hints import _HINTS
 from .references import _head_output, _head_weights, _Projected
-from .running import _call, _check, _fail_if_changed, _raise_from, _snapshot
-
-
-_HEAD_STRUCTURE = _table(
-    ("head/missing-parts", "`{name}` needs the attributes key, query and value, each an nn.Linear(C, "
-     "head_size, bias=False) as in the lesson; missing or not nn.Linear: {missing}", None),
-    ("head/bias", "projections with bias: self.{part} has a bias; attention projections are bias-free: "
-     "nn.Linear(C, head_size, bias=False)", None),
-    ("head/wrong-size", "self.{part} has the wrong size: {name}({C}, {hs}, ...) should build "
-     "nn.Linear({C}, {hs}, bias=False), whose weight is ({hs}, {C}); got a weight of shape {got_shape}",
-     None),
-    ("head/tril-parameter", "`tril` is registered as a parameter: the optimizer would train the mask. A "
-     "fixed tensor that belongs to the module is a buffer: self.register_buffer('tril', torch.tril(...))",
-     None),
-    ("head/tril-not-buffer", "`tril` is {found}: register the mask as a buffer, self.register_buffer("
-     "'tril', torch.tril(torch.ones(block_size, block_size))), so it moves with .to(device) and is "
-     "saved with the module, but is not trained", None),
-)
-
-
-def _check_head_structure(head: nn.Module, name: str, C: int, hs: int) -> None:
-    """The head's parts, as the lesson builds them: three bias-free projections and a `tril` buffer."""
-    __tracebackhide__ = True
-    missing = [n for n in ("key", "query", "value") if not isinstance(getattr(head, n, None), nn.Linear)]
-    if missing:
-        _fail("head/missing-parts", name=name, missing=", ".join(missing))
-    for part in ("key", "query", "value"):
-        layer = getattr(head, part)
-        if layer.bias is not None:
-            _fail("head/bias", part=part)
-        if tuple(layer.weight.shape) != (hs, C):
-            _fail("head/wrong-size", part=part, name=name, C=C, hs=hs, got_shape=_shape(layer.weight))
-    if "tril" in dict(head.named_parameters()):
-        _fail("head/tril-parameter")
-    if "tril" not in dict(head.named_buffers()):
-        _fail("head/tril-not-buffer", found="a plain attribute, not a buffer" if hasattr(head, "tril") else "missing")
-
+from .running import _call, _check, _fail_if_changed, _quietly, _raise_from, _try
+from .trial import _Saved
 
 _T_LT_BLOCK = ("your head breaks when T < block_size: it works for T = block_size = {bs} but not for T = "
                "{T}; a batch may be shorter than block_size, so slice the mask to the input's own length, "
@@ -81,40 +45,10 @@ _HEAD_KINDS = _table(
     ("head/random", "two calls of your head on the same x, in eval() mode, differ by up to {gap:.3g} "
      "({where}): something random stays on, most likely dropout; use nn.Dropout, which eval() "
      "switches off, or F.dropout(weights, p, training=self.training)", None),
+    ("head/kept-state", "your head keeps something between calls ({where}): {how}, while a new "
+     "{name} with the same weights gives the right output; a forward computes from x and the weights "
+     "alone (no cache of k, q or the scores, no counter kept on self)", None),
 )
-
-
-def _weights_of(head: nn.Module, x: torch.Tensor) -> torch.Tensor | None:
-    """The (B, T, T) weights the learner's head really uses for x, in float64, or None if unreadable.
-
-    On a float64 copy in eval(), the value layer's output is replaced by one-hot columns, so the
-    head's output is its weights (head_size columns at a time): no name or step is assumed.
-    """
-    try:
-        probe = copy.deepcopy(head).double().eval()
-        value = probe.value
-        hs = value.out_features
-    except Exception:  # noqa: BLE001 - a head that cannot be copied is simply not measured
-        return None
-    B, T, _ = x.shape
-    W = torch.zeros(B, T, T, dtype=torch.float64)
-    for start in range(0, T, max(hs, 1)):
-        n = min(hs, T - start)
-        v = torch.zeros(B, T, hs, dtype=torch.float64)
-        v[:, range(start, start + n), range(n)] = 1.0
-        fired = []
-        hook = value.register_forward_hook(lambda m, i, o, v=v: fired.append(1) or v)
-        try:
-            with torch.no_grad(), torch.random.fork_rng(devices=[]):
-                out = probe(x.detach().double())
-        except Exception:  # noqa: BLE001
-            return None
-        finally:
-            hook.remove()
-        if not fired or not isinstance(out, torch.Tensor) or tuple(out.shape) != (B, T, hs):
-            return None
-        W[:, :, start:start + n] = out[:, :, :n].double()
-    return W
 
 
 def _exactly_masked(case, what: str, where: str) -> None:
@@ -135,66 +69,150 @@ def _head_problem(head, name: str, C: int, hs: int) -> CheckFailed | None:
     return None
 
 
+# sizes to draw a head from: none of them makes a scale written for the lesson's sizes (1/4, 1/√8,
+# 1/√32, ...) equal to one written from the head's own (1/d_k, 1/√d_k, 1/√C), which would name the
+# wrong mistake
+_DRAWN_HS = (2, 3, 5, 6, 7, 9, 10, 11, 12)
+_DRAWN_C = tuple(c for c in range(17, 65) if c not in (32, 64))
+
+
+def _head_builds(trial) -> list[tuple[tuple[int, int, int], list[tuple[int, int]]]]:
+    """((C, head_size, block_size), [(B, T), ...]) of each head built: the chapter's and one drawn,
+    each tried at T = block_size, T = 1 or a T drawn below it, and its first shape again."""
+    bs = trial.integer(5, 16)
+    drawn = (trial.choice(_DRAWN_C), trial.choice(_DRAWN_HS), bs)
+    return [((384, 16, 8), [(4, 8), (1, 1), (3, trial.integer(2, 7)), (4, 8)]),
+            (drawn, [(2, bs), (1, trial.integer(2, bs - 1)), (2, bs)])]
+
+
+class _BuiltHead:
+    """One head the check built from the learner's class, with its weights as built, and the two
+    questions that tell a head that keeps state between calls from one that is random."""
+
+    def __init__(self, Head, name: str, sizes: tuple[int, int, int]):
+        self.Head, self.name, self.sizes = Head, name, sizes
+        C, hs, bs = sizes
+        self.head, _ = _call(Head, *sizes, inputs=f"C={C}, head_size={hs}, block_size={bs}", name=name)
+        if not isinstance(self.head, nn.Module):
+            _fail("head/not-a-module", name=name)
+        self.head.eval()  # compared as a model is used: nn.Dropout off
+        self.state = {k: t.detach().clone() for k, t in self.head.state_dict().items()}
+
+    def fresh_output(self, x: torch.Tensor):
+        """A new head of the learner's class with these weights, on x: its output, or None. The new
+        head gets its own weights back afterwards (a grader compares what it handed out)."""
+        built = _quietly(running._run, self.Head, *self.sizes)
+        other = built[0] if built is not None and built[1] is None else None
+        if not isinstance(other, nn.Module):
+            return None
+        own = _Saved([other])
+        try:
+            other.eval().load_state_dict(self.state)
+            out, exc, _ = running._run(other, x.clone())
+        except Exception:  # noqa: BLE001 - no second head to compare with (or no recorded call): nothing is named
+            return None
+        finally:
+            own.restore()
+        return out if exc is None else None
+
+    def fail_if_kept_state(self, x, expected, where: str, how: str) -> None:
+        """A wrong output (or an error) that a new head does not give comes from an earlier call."""
+        __tracebackhide__ = True
+        if expected is not None and _matches(self.fresh_output(x), expected):
+            _fail("head/kept-state", how=how, name=self.name, where=where)
+
+    def fail_if_unsteady(self, x, got, expected, where: str) -> None:
+        """The same x again must give the same output: a factor that grows, state or randomness."""
+        __tracebackhide__ = True
+        if not (isinstance(got, torch.Tensor) and got.device.type == "cpu" and got.is_floating_point()):
+            return  # the comparison names what is wrong with it
+        again, exc, _ = running._run(self.head, x.clone())
+        if exc is not None or not isinstance(again, torch.Tensor) or again.shape != got.shape or got.numel() == 0:
+            return
+        gap = float((again.detach().double() - got.detach().double()).abs().nan_to_num(0.0).max())
+        if gap == 0:
+            return
+        now, before = (_factor(out, expected, 1.0) if expected is not None else None for out in (again, got))
+        if now is not None and before is not None:
+            _fail("general/counter", what=f"your {self.name}'s output", c=now, before=before, where=where)
+        self.fail_if_kept_state(x, got, where, "a second call on the same x gives another output")
+        _fail("head/random", gap=gap, where=where)
+
+
 @_check
-def check_head(Head):
+def check_head(Head, *, trial):
     """Chapter 5, exercise ``ex-head-diagnose``: the class ``Head``, built as ``Head(C, head_size, block_size)``.
 
     Its forward maps (B, T, C) to (B, T, head_size) for every T <= block_size; it has the attributes
-    ``key``, ``query`` and ``value`` (bias-free ``nn.Linear(C, head_size)``) and a ``tril`` buffer. The
-    expected output is computed from the head's own key, query and value weights before its forward
-    runs, with the head in ``eval()`` mode (an ``nn.Dropout`` is off); a forward that changes the
-    head's weights or its input ``x``, or gives two outputs for the same ``x``, fails, saying so. Mistakes the
-    tables do not rebuild are named by measurement, from the weights the head really uses (read on
-    a copy whose values are one-hot): a future key with weight, a finite fill, a past key hidden, a
-    scale after the softmax, any other scale; so is a mask that only fits T = block_size.
+    ``key``, ``query`` and ``value`` (bias-free ``nn.Linear(C, head_size)`` of float numbers on the
+    CPU) and a ``tril`` buffer. Two heads are built, the chapter's (384, 16, 8) and one of sizes drawn
+    at each call, each tried at T = block_size, T = 1 or a T drawn below it, and its first shape again.
+    The expected output is computed from the head's own key, query and value weights before its
+    forward runs, with the head in ``eval()`` mode (an ``nn.Dropout`` is off). A forward that changes
+    the head's weights or its input ``x`` fails, saying so (and they are put back); so does one whose
+    output for the same ``x`` changes (a factor that grows, randomness) or that is right only where a
+    new head with the same weights is (state kept between calls). Mistakes the tables do not rebuild
+    are named by measurement, from the weights the head really uses (:func:`.heads._weights_read`): a
+    future key with weight, a finite fill, a past key hidden, a scale after the softmax, any other
+    scale; so is a mask that only fits T = block_size.
     """
     name = _name(Head)
     if isinstance(Head, nn.Module):
         _fail("head/instance", cls=type(Head).__name__)
-    builds = [((384, 16, 8), [(4, 8), (1, 1), (3, 5)]), ((32, 8, 12), [(2, 12), (2, 7)])]
-    tested = []
-    for (C, hs, bs), shapes in builds:
-        head, _ = _call(Head, C, hs, bs, inputs=f"C={C}, head_size={hs}, block_size={bs}", name=name)
-        if not isinstance(head, nn.Module):
-            _fail("head/not-a-module", name=name)
-        head.eval()  # compared as a model is used: nn.Dropout off
+    what = f"your {name}'s output"
+    for (C, hs, bs), shapes in _head_builds(trial):
+        built = _BuiltHead(Head, name, (C, hs, bs))
+        head = built.head
         problem = _head_problem(head, name, C, hs)
+        earlier = []
         for i, (B, T) in enumerate(shapes):
-            x = torch.randn(B, T, C)
+            x = trial.randn(B, T, C)
             where = f"{name}({C}, {hs}, {bs}) and x of shape {_shape(x)}"
-            p = _Projected(head, x)
+            expected = case = None
             if problem is None:  # the reference, from the weights as they are before the forward
-                expected, raw = _head_output(p), p.q @ p.k.mT
+                p = _Projected(head, x)
+                expected = _head_output(p)
+                case = HeadCase(C=C, hs=hs, T=T, bs=bs, build=functools.partial(_head_output, p), raw=p.q @ p.k.mT,
+                                weights=functools.cache(lambda p=p: _weights_read(Head, (C, hs, bs), p.q, p.k)))
             given = x.clone()
-            before = _snapshot([head, given])
+            saved = _Saved([head, given])
             got, exc, watch = running._run(head, given)
             if problem is not None:  # a missing part explains more than the error or the numbers it causes
                 raise problem
-            case = HeadCase(C=C, hs=hs, T=T, bs=bs, build=functools.partial(_head_output, p), raw=raw,
-                            weights=functools.cache(lambda head=head, x=x: _weights_of(head, x)))
             if exc is not None:
-                _raise_from(exc, watch, name, where, case, _HEAD_HINTS)
-            _fail_if_changed(before, [head, given], ["self", "x"], name, where)
-            what = f"your {name}'s output"
-            if i == 0 and isinstance(got, torch.Tensor):  # the same x again: a random head gives itself away
-                again, exc, watch = running._run(head, x.clone())
-                if exc is None and isinstance(again, torch.Tensor) and again.shape == got.shape:
-                    gap = float((again.detach().double() - got.detach().double()).abs().nan_to_num(0.0).max())
-                    if gap > 0:
-                        _fail("head/random", gap=gap, where=where)
-            _compare(got, expected, what=what, where=where, case=case, table=_CHECK_HEAD_ROWS)
-            _exactly_masked(case, what, where)
-            tested.append((B, T, bs))
-    return (f"{name} matches the reference head, and its tril is a buffer "
-            f"(tested {_tested('T', [t[1] for t in tested])} with block_size 8 and 12; "
-            f"{_tested('B', [t[0] for t in tested])})")
+                with saved.put_back_on_failure():
+                    if i > 0:
+                        built.fail_if_kept_state(x, expected, where, f"this call raised {type(exc).__name__}")
+                    _raise_from(exc, watch, name, where, case, _HEAD_HINTS)
+            _fail_if_changed(saved, ["self", "x"], name, where)
+            if i == 0:
+                built.fail_if_unsteady(x, got, expected, where)
+            try:
+                _compare(got, expected, what=what, where=where, case=case, table=_CHECK_HEAD_ROWS, earlier=earlier)
+            except CheckFailed:
+                if i > 0:
+                    built.fail_if_kept_state(x, expected, where, "its output on this call is wrong")
+                raise
+            if i == 0 and hs == 16:  # the chapter's head, read once: a finite fill is one at any size
+                _exactly_masked(case, what, where)
+            earlier.append((expected, got.detach()))
+    return (f"{name} matches the reference head, and its tril is a buffer (tested T = 1 to "
+            f"block_size, with block_size 8 and one drawn from 5 to 16; B = 1 to 4)")
 
 
-def _weights_answer(weights) -> torch.Tensor:
-    """The learner's weights: a tensor, or a function of no arguments returning them (a stub stops)."""
+def _weights_answer(weights):
+    """The learner's weights: a tensor, or a function of no arguments returning them (a stub stops);
+    a function is called twice, and two calls that differ are named."""
     __tracebackhide__ = True
     if callable(weights) and not isinstance(weights, torch.Tensor):
-        weights, _ = _call(weights, inputs="no arguments")
+        name = _name(weights)
+        first, _ = _call(weights, inputs="no arguments")
+        second, _ = _call(weights, inputs="no arguments, a second time")
+        if isinstance(first, torch.Tensor) and isinstance(second, torch.Tensor) and first.shape == second.shape \
+                and first.device.type == second.device.type == "cpu" and first.numel() and not _matches(second, first):
+            gap = float((second.detach().double() - first.detach().double()).abs().nan_to_num(float("inf")).max())
+            _fail("real/unsteady", name=name, gap=gap)
+        weights = first
     if not isinstance(weights, torch.Tensor):
         _fail("general/not-a-tensor", what="your weights", shape="(B, T, T)", type=type(weights).__name__,
               where="the weights of the real batch")
@@ -214,6 +232,9 @@ _REAL_INPUTS = _table(
     ("real/bad-head", "`head` should be the chapter's head, an nn.Module with key and query nn.Linear "
      "layers of a size that fits x; got {got}: pass the head itself, checks.check_real_batch_weights("
      "real_batch_weights, head, x)", None),
+    ("real/unsteady", "two calls of `{name}()` give weights that differ by up to {gap:.3g}: something random "
+     "stays on (dropout), or your function keeps something between calls; the weights of one batch "
+     "under one head are one tensor", None),
     ("real/bad-x", "`x` should be the real batch of section 5.9, a float tensor of shape (B, T, C) with "
      "C = {C} (the head's key.in_features) on the CPU, every number finite; got {got}", None),
 )
@@ -242,27 +263,31 @@ def _real_inputs(head, x) -> None:
 
 
 @_check
-def check_real_batch_weights(weights, head, x):
+def check_real_batch_weights(weights, head, x, *, trial):
     """Chapter 5, the real-batch exercise (``ex-head-real-batch``): ``weights`` are the (B, T, T)
     attention weights that ``head`` computes for the batch ``x`` (B, T, C).
 
     ``weights`` is the learner's tensor or, so that a stub reports "not yet implemented", a function of
-    no arguments returning it (None counts as not yet computed). ``head`` is the chapter's head (its
+    no arguments returning it (None counts as not yet computed), which is called twice: two calls that
+    differ are named. It reads the notebook's own head and x, so the check draws no inputs. ``head`` is the chapter's head (its
     ``key`` and ``query`` are read, never trained) and ``x`` the real batch; each is checked first.
     The expected weights are the head's own, computed before the learner's function runs:
     softmax(q @ kᵀ / √head_size) with the future masked, q and k from the head's projections of
     ``x``. So unscaled, wrongly scaled, q/k-swapped or wrongly masked weights fail, by name (the head
     mistakes of :func:`check_head`), and so do weights that are close but not exactly 0 above the
-    diagonal (a finite fill), and a function that changes ``head`` or ``x``.
+    diagonal (a finite fill), and a function that changes ``head`` or ``x`` (which are then put back,
+    so that the next run names the change again).
     """
     _real_inputs(head, x)
     C, hs = head.key.in_features, head.key.out_features
     p = _Projected(head, x)
     expected, raw = _head_weights(p), p.q @ p.k.mT  # before the learner's code runs
-    before = _snapshot([x, head])
-    got = weights = _weights_answer(weights)
+    saved = _Saved([x, head])
     where = f"the head's own weights for x of shape {_shape(x)}"
-    _fail_if_changed(before, [x, head], ["x", "head"], "real_batch_weights", where)
+    try:
+        got = weights = _weights_answer(weights)
+    finally:  # a stub or an error stops the check: the notebook's x and head are as they were
+        _fail_if_changed(saved, ["x", "head"], "real_batch_weights", where)
     case = HeadCase(C=C, hs=hs, T=x.shape[1], build=_only_weights(p), raw=raw,
                     weights=lambda: got.detach().to(torch.float64) if isinstance(got, torch.Tensor) else None)
     _compare(weights, expected, what="your weights", where=where, case=case, table=_HEAD_ROWS + _MEASURED_ROWS)
@@ -336,45 +361,52 @@ _MULTIHEAD_ROWS = _table(
 ) + _SDPA_ROWS + tuple(row for row in _HEAD_ROWS if row.id != "mask/none")
 
 
+def _multihead_cases(trial) -> list[tuple[tuple[int, int, int, int], list[tuple[int, int]]]]:
+    """((C, head_size, block_size, n_heads), [(B, T), ...]): Fig. 6's heads and drawn ones."""
+    bs = trial.integer(5, 12)
+    drawn = (trial.integer(8, 32), trial.integer(2, 6), bs, trial.integer(2, 4))
+    return [((32, 8, 8, 3), [(4, 8), (1, 1), (3, trial.integer(2, 7))]),
+            (drawn, [(2, bs), (1, trial.integer(2, bs - 1)), (2, bs)])]
+
+
 @_check
-def check_multihead_sdpa(fn):
+def check_multihead_sdpa(fn, *, trial):
     """Chapter 5, the multi-head exercise: ``fn(heads, x)`` runs several heads with one fused call.
 
-    ``heads`` is a list of 3 heads built like Fig. 6's ``Head(32, 8, 8)`` (bias-free ``key``, ``query``,
-    ``value``, a ``tril`` buffer), ``x`` is (B, T, 32) with T = 8, 1, 5. The answer stacks the heads'
-    q, k and v into (B, n_heads, T, hs) tensors, calls ``F.scaled_dot_product_attention(q, k, v,
-    is_causal=True)`` once on them, and returns the heads' outputs side by side, (B, T, n_heads * hs),
-    equal to ``torch.cat([h(x) for h in heads], -1)``.
+    ``heads`` is a list of heads built like Fig. 6's (bias-free ``key``, ``query``, ``value``, a
+    ``tril`` buffer): 3 of ``Head(32, 8, 8)``, then 2 to 4 of sizes drawn at each call; ``x`` is
+    (B, T, C) with T = block_size, 1 and drawn below it. The answer stacks the heads' q, k and v into
+    (B, n_heads, T, hs) tensors, calls ``F.scaled_dot_product_attention(q, k, v, is_causal=True)``
+    once on them, and returns the heads' outputs side by side, (B, T, n_heads * hs), equal to
+    ``torch.cat([h(x) for h in heads], -1)``.
 
     Names: heads in the wrong order, outputs interleaved (head axis last), a reshape without the
     transpose, the (B, n_heads, T, hs) result returned as it is or with the last two axes not merged,
     the mean instead of the concatenation, no causal mask (or a float mask), the head mistakes of
     :func:`check_head`; and, with the right numbers, no call, one call per head, or a call on 3-D input.
     """
-    C, hs, bs, n = 32, 8, 8, 3
-    heads = [ReferenceHead(C, hs, bs) for _ in range(n)]
-    shapes = [(4, 8), (1, 1), (3, 5)]
-    for B, T in shapes:
-        x = torch.randn(B, T, C)
-        where = f"{n} heads like Head({C}, {hs}, {bs}) and x of shape {_shape(x)}"
-        projected = [_Projected(h, x) for h in heads]
-        outs = [_head_output(p) for p in projected]
+    for (C, hs, bs, n), shapes in _multihead_cases(trial):
+        heads = [ReferenceHead(C, hs, bs) for _ in range(n)]  # drawn from the trial's seed
+        earlier = []
+        for B, T in shapes:
+            x = trial.randn(B, T, C)
+            where = f"{n} heads like Head({C}, {hs}, {bs}) and x of shape {_shape(x)}"
+            projected = [_Projected(h, x) for h in heads]
+            outs = [_head_output(p) for p in projected]
 
-        def build(projected=projected, **how):
-            return torch.cat([_head_output(p, **how) for p in projected], -1)
+            def build(projected=projected, **how):
+                return torch.cat([_head_output(p, **how) for p in projected], -1)
 
-        case = MultiheadCase(C=C, hs=hs, n=n, B=B, T=T, outs=outs, width=n * hs, build=build)
-        got, watch = _call(fn, list(heads), x.clone(), inputs=where, case=case)
-        _compare(got, torch.cat(outs, -1), what="your output", where=where, case=case, table=_MULTIHEAD_ROWS)
-        calls = watch.calls["scaled_dot_product_attention"]
-        if calls == 0:
-            _fail("multihead/no-sdpa")
-        if calls > 1:
-            _fail("multihead/one-call", calls=calls)
-        if watch.sdpa_axes[0] != 4:
-            _fail("multihead/not-4d", axes=watch.sdpa_axes[0])
-    return (f"one call of F.scaled_dot_product_attention on (B, {n}, T, {hs}) tensors equals "
-            f"torch.cat([h(x) for h in heads], -1) (tested {_tested('T', [s[1] for s in shapes])}; "
-            f"{n} heads of size {hs})")
-
-
+            case = MultiheadCase(C=C, hs=hs, n=n, B=B, T=T, outs=outs, width=n * hs, build=build)
+            _, watch = _try(fn, (list(heads), x), torch.cat(outs, -1), what="your output", where=where,
+                            case=case, table=_MULTIHEAD_ROWS, trial=trial, earlier=earlier)
+            calls = watch.calls["scaled_dot_product_attention"]
+            if calls == 0:
+                _fail("multihead/no-sdpa")
+            if calls > 1:
+                _fail("multihead/one-call", calls=calls)
+            if watch.sdpa_axes[0] != 4:
+                _fail("multihead/not-4d", axes=watch.sdpa_axes[0])
+    return ("one call of F.scaled_dot_product_attention on (B, n_heads, T, hs) tensors equals "
+            "torch.cat([h(x) for h in heads], -1) (tested T = 1 to 12; 3 heads of size 8, and 2 to 4 "
+            "drawn)")

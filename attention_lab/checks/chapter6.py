@@ -9,10 +9,10 @@ import math
 import torch
 import torch.nn as nn
 
-from .engine import (Case, _answer_is, _compare, _fail, _fail_unless_float_cpu, _matches, _name, _shape,
-                     _table, _tested)
+from .engine import (Case, CheckFailed, _answer_is, _fail, _fail_unless_float_cpu, _lower_precision, _matches,
+                     _name, _shape, _table)
 from .references import _project, _weights
-from .running import _call, _check
+from .running import _call, _check, _quietly, _try
 
 
 _PREVIOUS_ROWS = _table(
@@ -46,7 +46,7 @@ _PREVIOUS_ROWS = _table(
 
 
 @_check
-def check_previous_token_head(head):
+def check_previous_token_head(head, *, trial):
     """Chapter 6, the exercise "set W_Q and W_K by hand": a head that attends to the previous position.
 
     ``head`` is a head built like Fig. 6's ``Head(C, head_size, block_size)`` with C = block_size (or
@@ -62,7 +62,8 @@ def check_previous_token_head(head):
 
     Names: a weight stored as (in, out) instead of (out, in), C too small for one-hot positions,
     attending to the next position (masked, so the row falls back), attending to itself (W_Q = W_K),
-    looking two back, weights too soft (with the weight on t - 1), and any other weak row.
+    looking two back, weights too soft (with the weight on t - 1), and any other weak row. Its input
+    is fixed by the exercise, so it draws none: ``trial`` is unused.
     """
     if callable(head) and not isinstance(head, nn.Module):
         head, _ = _call(head, inputs="no arguments")
@@ -191,31 +192,40 @@ _DISTANCE_ROWS = _table(
 
 
 @_check
-def check_weight_by_distance(fn):
+def check_weight_by_distance(fn, *, trial):
     """Chapter 6, exercise ``ex-trained-distance``: ``fn(weights)`` measures how far back a head looks.
 
     ``weights`` are causal attention weights of shape (B, T, T). The answer is a (T,) tensor whose entry
     d is the mean of ``weights[b, i, i - d]`` over every sequence b and every query i >= d, the queries
     that have a key d positions back: entry 0 is the mean weight on the diagonal, entry T - 1 is row
     T - 1's weight on position 0. Any way of computing it passes (``torch.diagonal``, a loop, masks).
+    Tested on weights of 4 fixed shapes and one drawn at each call (T up to 32), which is tried twice.
 
     Names: one profile per sequence, the last row only, distances counted above the diagonal or on both
     sides (|i - j|), each distance divided by all B·T rows, sums instead of means, a profile rescaled to
     sum to one, an average by key position.
     """
-    shapes = [(4, 8), (1, 1), (3, 5), (2, 12)]
-    for B, T in shapes:
-        weights = _weights(torch.randn(B, T, T) * 2).to(torch.float32)  # (B, T, T), causal
+    drawn = (trial.integer(1, 4), trial.integer(13, 32))
+    for B, T in [(4, 8), (1, 1), (3, 5), (2, 12), drawn, drawn]:
+        weights = _weights(trial.randn(B, T, T) * 2).to(torch.float32)  # (B, T, T), causal
         expected = _by_distance(weights)
         case = DistanceCase(w=weights.to(torch.float64), ref=expected, B=B, T=T, last=T - 1, rows=B * T)
         where = f"causal weights of shape {_shape(weights)}"
-        got, _ = _call(fn, weights.clone(), inputs=where, case=case)
-        _compare(got, expected, what="your profile", where=where, case=case, table=_DISTANCE_ROWS)
-    return (f"your profile is the mean weight at each distance d, over every query with a key d back "
-            f"(tested {_tested('T', [s[1] for s in shapes])}; {_tested('B', [s[0] for s in shapes])})")
+        _try(fn, (weights,), expected, what="your profile", where=where, case=case, table=_DISTANCE_ROWS,
+             trial=trial)
+    return ("your profile is the mean weight at each distance d, over every query with a key d back "
+            "(tested T = 1 to 32; B = 1 to 4)")
 
 
 _PARTS_ROWS = _table(
+    ("parts/bad-model", "`model` should be chapter 6's model, with a token_table and a position_table "
+     "(nn.Embedding tables) and a head whose query and key are nn.Linear layers of float numbers on the CPU; "
+     "got {got}: pass the model itself, checks.check_score_parts(score_parts, model, windows)", None),
+    ("parts/bad-ids", "`ids` should be a (B, T) tensor of token ids, whole numbers from 0 to {top}, with "
+     "T at most {block}; got {got}", None),
+    ("parts/precision", "part {part} ({label}) is right to about {digits} significant digits only: it "
+     "was computed in {dtype} (largest error {err:.2g}) and cast back; compute in float32, the "
+     "model's dtype", None),
     ("parts/not-four", "`{name}` should return four tensors (tok·tok, tok·pos, pos·tok, pos·pos); got {got}",
      None),
     ("parts/shape", "each part should have shape (B, T, T) = {shape}; got {got}", None),
@@ -252,21 +262,59 @@ def _close(a: torch.Tensor, b: torch.Tensor) -> bool:
     return torch.allclose(a, b, rtol=1e-4, atol=1e-4)
 
 
+def _table_weight(module) -> torch.Tensor | None:
+    """An embedding table's (rows, C) weight, read as a parameter (a grader hands over state, not types)."""
+    weight = getattr(module, "weight", None)
+    return weight if isinstance(weight, torch.Tensor) and weight.dim() == 2 else None
+
+
+def _parts_inputs(model, ids) -> tuple[int, int]:
+    """The check's own inputs, as chapter 6 passes them: (vocabulary size, block size); else say which
+    is wrong."""
+    __tracebackhide__ = True
+    tables = [_table_weight(getattr(model, n, None)) for n in ("token_table", "position_table")]
+    head = getattr(model, "head", None)
+    layers = [getattr(head, n, None) for n in ("query", "key")]
+    if any(t is None for t in tables) or not all(isinstance(m, nn.Linear) for m in layers):
+        _fail("parts/bad-model", got=f"a {type(model).__name__} without them")
+    tensors = tables + [m.weight for m in layers]
+    if any(t.device.type != "cpu" or not t.is_floating_point() for t in tensors):
+        _fail("parts/bad-model", got="one whose weights are not float numbers on the CPU")
+    vocab, block = tables[0].shape[0], tables[1].shape[0]
+    fields = dict(top=vocab - 1, block=block)
+    if not isinstance(ids, torch.Tensor):
+        _fail("parts/bad-ids", got=f"a {type(ids).__name__}", **fields)
+    if ids.dim() != 2 or not 1 <= ids.shape[1] <= block or ids.shape[0] < 1:
+        _fail("parts/bad-ids", got=f"shape {_shape(ids)}", **fields)
+    if ids.is_floating_point() or ids.device.type != "cpu" or ids.dtype == torch.bool or \
+            int(ids.min()) < 0 or int(ids.max()) >= vocab:
+        _fail("parts/bad-ids", got=f"a {str(ids.dtype).replace('torch.', '')} tensor on {ids.device.type} "
+                                   f"from {ids.min().item()} to {ids.max().item()}", **fields)
+    return vocab, block
+
+
 @_check
-def check_score_parts(score_parts, model, ids):
+def check_score_parts(score_parts, model, ids, *, trial):
     """Chapter 6, exercise ``ex-trained-parts``: ``score_parts(model, ids)`` returns the four parts
     (tok·tok, tok·pos, pos·tok, pos·pos) of the head's scaled scores for ids (B, T): the query of one part
     of x against the key of one part, each ``(B, T, T)``, before the mask; their sum is the head's scores.
 
-    Tested on the model and ids given, and on their first 5 positions of 3 windows.
-    Names: a mask applied, weights instead of scores, no 1/√head_size, the cross terms swapped, parts that
-    add up but are not the four, a part that differs, a part of another dtype or device.
+    Tested on the model and ids given, and on ids drawn at each call (B = 1 to 4, T = 1 to the model's
+    block size, B = 1 and T = 1 among them, one shape twice). The model is put back after every call, so a change to its weights
+    is named on every run. Names: a mask applied, weights instead of scores, no 1/√head_size, the cross
+    terms swapped, parts that add up but are not the four, a part computed in a lower precision, a
+    part that differs, a part of another dtype or device; and a model or ids that are not chapter 6's.
     """
     name = _name(score_parts)
-    for case_ids in (ids, ids[:3, :5]):
+    vocab, block = _parts_inputs(model, ids)
+    drawn = (trial.integer(1, 4), trial.integer(2, block))
+    shapes = [drawn, (1, trial.integer(2, block)), (trial.integer(2, 4), 1), drawn]
+    cases = [ids] + [trial.integers(0, vocab - 1, shape) for shape in shapes]
+    earlier = []
+    for case_ids in cases:
         expected = _reference_parts(model, case_ids)  # before the learner's code runs
-        parts, _ = _call(score_parts, model, case_ids.clone(),
-                         inputs=f"model and ids of shape {tuple(case_ids.shape)}")
+        where = f"model and ids of shape {tuple(case_ids.shape)}"
+        parts, _ = _call(score_parts, model, case_ids.clone(), inputs=where)
         if not (isinstance(parts, tuple | list) and len(parts) == 4
                 and all(isinstance(p, torch.Tensor) for p in parts)):
             _fail("parts/not-four", name=name, got=type(parts).__name__)
@@ -276,25 +324,46 @@ def check_score_parts(score_parts, model, ids):
                 _fail("parts/shape", shape=shape, got=tuple(p.shape))
             _fail_unless_float_cpu(p, what=f"the {label} part", where=f"ids of shape {tuple(case_ids.shape)}")
         got = [p.detach().double() for p in parts]
-        future = torch.ones(shape[1:]).triu(1).bool()  # (T, T): the keys after each query
-        past = torch.ones(shape[1:]).tril(-1).bool()  # (T, T): the keys before it
-        if any(not torch.isfinite(p).all() or ((p[:, future] == 0).all() and (p[:, past] != 0).any())
-               for p in got if shape[-1] > 1):
-            _fail("parts/masked")
-        if shape[-1] > 1 and all(torch.allclose(p.sum(-1), torch.ones(shape[:2], dtype=p.dtype)) for p in got):
-            _fail("parts/weights")
-        close = [_close(g, e) for g, e in zip(got, expected)]
-        if all(close):
-            continue
-        root = math.sqrt(model.head.key.weight.shape[0])
-        if all(_close(g / root, e) for g, e in zip(got, expected)):
-            _fail("parts/no-scale", root=root)
-        if close[0] and close[3] and _close(got[1], expected[2]) and _close(got[2], expected[1]):
-            _fail("parts/swapped")
-        sizes = [float((g - e).abs().max()) for g, e in zip(got, expected)]
-        worst = max(range(4), key=lambda i: sizes[i])
-        if _close(sum(got), sum(expected)):
-            _fail("parts/sum", part=PART_LABELS[worst])
-        _fail("parts/differ", part=worst, label=PART_LABELS[worst], size=sizes[worst])
+        try:
+            _fail_unless_parts(got, expected, model, shape, where, earlier)
+        except CheckFailed:  # the same parts for other ids of this shape: kept from an earlier call
+            others = trial.integers(0, vocab - 1, case_ids.shape)
+            other = _quietly(lambda: _call(score_parts, model, others, inputs=where)[0])
+            if isinstance(other, tuple | list) and len(other) == 4 and all(
+                    isinstance(o, torch.Tensor) and torch.equal(o.detach().double(), g) for o, g in zip(other, got)):
+                _fail("general/kept-state", what="your parts", where=where)
+            raise
+        earlier.append((expected, got))
     return (f"the four parts are the head's scores split by what the query and the key come from, and add "
-            f"up to them (tested {ids.shape[0]:,} windows of {ids.shape[1]}, 3 of 5)")
+            f"up to them (tested the {ids.shape[0]:,} windows of {ids.shape[1]} given, and 4 batches drawn)")
+
+
+def _fail_unless_parts(got, expected, model, shape, where: str, earlier) -> None:
+    """The four parts against the reference's, each mistake named by what the parts show."""
+    __tracebackhide__ = True
+    future = torch.ones(shape[1:]).triu(1).bool()  # (T, T): the keys after each query
+    past = torch.ones(shape[1:]).tril(-1).bool()  # (T, T): the keys before it
+    if any(not torch.isfinite(p).all() or ((p[:, future] == 0).all() and (p[:, past] != 0).any())
+           for p in got if shape[-1] > 1):
+        _fail("parts/masked")
+    if shape[-1] > 1 and all(torch.allclose(p.sum(-1), torch.ones(shape[:2], dtype=p.dtype)) for p in got):
+        _fail("parts/weights")
+    close = [_close(g, e) for g, e in zip(got, expected)]
+    if all(close):
+        return
+    if any(all(_close(g, e) for g, e in zip(got, parts)) for before in earlier for parts in before
+           if parts[0].shape == got[0].shape):
+        _fail("general/kept-state", what="your parts", where=where)
+    root = math.sqrt(model.head.key.weight.shape[0])
+    if all(_close(g / root, e) for g, e in zip(got, expected)):
+        _fail("parts/no-scale", root=root)
+    if close[0] and close[3] and _close(got[1], expected[2]) and _close(got[2], expected[1]):
+        _fail("parts/swapped")
+    sizes = [float((g - e).abs().max()) for g, e in zip(got, expected)]
+    worst = max(range(4), key=lambda i: sizes[i])
+    if _close(sum(got), sum(expected)):
+        _fail("parts/sum", part=PART_LABELS[worst])
+    lower = _lower_precision(got[worst], expected[worst].expand(shape))
+    if lower is not None:
+        _fail("parts/precision", part=worst, label=PART_LABELS[worst], **lower)
+    _fail("parts/differ", part=worst, label=PART_LABELS[worst], size=sizes[worst])

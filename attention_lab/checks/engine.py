@@ -141,14 +141,29 @@ _GENERAL = _table(
     ("general/not-callable", "expected a function (or a class) to call; got a {type}, which cannot be "
      "called: pass your answer by its name, without calling it", None),
     ("general/dtype", "the dtype of {what} is {dtype} ({where}): {why}", None),
-    ("general/device", "the device of {what} is {device} ({where}): the inputs are on the CPU, and so "
-     "must the answer be; build it from the inputs (or add .cpu())", None),
+    ("general/device", "the device of {what} is {device} ({where}): {why}", None),
     ("general/changed-input", "your `{name}` changed its input `{arg}` in place (by up to {size:.3g}; "
      "{where}): in the notebook that would quietly change the chapter's own tensor. Compute a new "
      "tensor instead: masked_fill, not masked_fill_; x = x / s, not x /= s or x.div_(s)", None),
     ("general/changed-module", "your `{name}` changed {parts} while it ran ({where}): it must read the "
      "weights, never write them (no .data, and no in-place calls such as zero_(), fill_() or copy_() "
-     "on them); the check compared your answer with the weights as they were before", None),
+     "on them); the check compared your answer with the weights as they were before, and has put "
+     "them back", None),
+    ("general/arguments", "`{check}` was not given what it needs ({problem}): call it as {call}, with the "
+     "names your notebook gives your answer and its inputs, as the chapter does", None),
+    ("general/empty", "{what} is empty, shape {got_shape} ({where}): expected shape {shape}", None),
+    ("general/precision", "{what} is right to about {digits} significant digits only ({where}): it "
+     "was computed in {dtype} (largest error {err:.2g}, the size of {dtype}'s rounding) and cast back; "
+     "compute in float32, the inputs' dtype (no .half() or .bfloat16() on the way)", None),
+    ("general/scaled", "{what} is the reference times {c:.4g}, everywhere ({where}): something "
+     "multiplies or divides the whole result by that number; return the result itself", None),
+    ("general/counter", "{what} is the reference times {c:.4g}, and was times {before:.4g} the call before, "
+     "on the same inputs ({where}): the factor changes from call to call, so something in your code "
+     "counts its calls or keeps a number between them; compute each result from its inputs alone", None),
+    ("general/kept-state", "{what} for these inputs is what it returned for other inputs of the same "
+     "shape ({where}), earlier in this check or on an earlier run of it: your code keeps a result "
+     "between calls (a cache, or a value kept from the first call); compute each result from the "
+     "inputs it is given", None),
 )
 
 _DTYPE_WHY = {
@@ -157,6 +172,13 @@ _DTYPE_WHY = {
     "integer": "an integer tensor cannot hold fractions such as attention weights; use float32, the "
                "inputs' dtype (no .long(), .int() or .round())",
     "other": "use float32, the inputs' dtype (or float64)",
+}
+
+
+_DEVICE_WHY = {
+    "meta": "a meta tensor has a shape but no numbers, so there is nothing to compare; compute on the "
+            "CPU, where the inputs are (no device='meta', no .to('meta'))",
+    "other": "the inputs are on the CPU, and so must the answer be; build it from the inputs (or add .cpu())",
 }
 
 
@@ -170,7 +192,8 @@ def _fail_unless_float_cpu(t: torch.Tensor, **fields) -> None:
     """The answer's own tensor must be float32 or float64 on the CPU, as the inputs are."""
     __tracebackhide__ = True
     if t.device.type != "cpu":
-        _fail("general/device", device=t.device.type, **fields)
+        _fail("general/device", device=t.device.type, why=_DEVICE_WHY.get(t.device.type, _DEVICE_WHY["other"]),
+              **fields)
     if t.dtype not in (torch.float32, torch.float64):
         _fail("general/dtype", dtype=str(t.dtype).replace("torch.", ""), why=_dtype_why(t.dtype), **fields)
 
@@ -208,6 +231,8 @@ def _matches(got, candidate) -> bool:
     got = got.detach().to(torch.float64)
     candidate = candidate.to(torch.float64)
     known = ~torch.isnan(candidate)
+    if bool(known.all()):  # (most candidates: no indexing needed)
+        return torch.allclose(got, candidate, rtol=RTOL, atol=ATOL)
     if not known.any():
         return False
     return torch.allclose(got[known], candidate[known], rtol=RTOL, atol=ATOL)
@@ -241,24 +266,44 @@ def _expected_vs_got(got: torch.Tensor, expected: torch.Tensor) -> str:
     )
 
 
-def _compare(got, expected: torch.Tensor, *, what: str, where: str, case=None, table=()) -> None:
+def _compare(got, expected: torch.Tensor, *, what: str, where: str, case=None, table=(), earlier=(),
+             again=None) -> None:
     """Return quietly if ``got`` matches ``expected``; else raise CheckFailed naming the mistake.
 
-    The first row of ``table`` whose match accepts ``got`` names the mistake; if none does, the
-    message is a generic expected vs got.
+    ``earlier`` holds (expected, got) of the answer's earlier calls in this check: an answer that
+    returns an earlier result, or (``again``, a :class:`.running._Again`) the same result for other
+    inputs, keeps state. Then the first row of ``table`` whose match accepts ``got`` names
+    the mistake; if none does, a factor (one that changes when ``again`` calls the answer on the same
+    inputs is counted between calls), a lower precision or the generic expected vs got.
     """
     __tracebackhide__ = True
     fields = dict(what=what, where=where, shape=_shape(expected))
     if not isinstance(got, torch.Tensor):
         _fail("general/not-a-tensor", type=type(got).__name__, **fields)
     _fail_unless_float_cpu(got, what=what, where=where)
+    if got.numel() == 0 and expected.numel() > 0:
+        _fail("general/empty", got_shape=_shape(got), **fields)
     if _matches(got, expected):
+        found = _held_in_lower(got, expected)  # close, but every number one that float16 holds
+        if found is not None:
+            _fail("general/precision", details="", **found, **fields)
         return
     details = "\n  " + _expected_vs_got(got, expected)
+    if any(_matches(got, e) or _matches(got, g) for e, g in earlier) or (again and again.ignores_inputs(got)):
+        _fail("general/kept-state", details=details, **fields)
     row, found = _first(table, case, got)
     if row is not None:
         message = _fill(row.message, case.sizes(), found)
         raise CheckFailed(f"{message}\n  ({what}, {where}){details}", row.id)
+    c = _factor(got, expected)
+    if c is not None:
+        now = _factor(again.result(), expected, 1.0) if again is not None else c
+        if now is not None and abs(now - c) > 1e-3:
+            _fail("general/counter", c=now, before=c, details=details, **fields)
+        _fail("general/scaled", c=c, details=details, **fields)
+    found = _lower_precision(got, expected)
+    if found is not None:
+        _fail("general/precision", details=details, **found, **fields)
     if tuple(got.shape) != tuple(expected.shape):
         _fail("general/wrong-shape", got_shape=_shape(got), **fields)
     if not torch.isfinite(got).all():
@@ -266,6 +311,56 @@ def _compare(got, expected: torch.Tensor, *, what: str, where: str, case=None, t
     _fail("general/differ", details=details, **fields)
 
 
-def _tested(name: str, values) -> str:
-    return f"{name}=" + ", ".join(str(v) for v in dict.fromkeys(values))
+def _factor(got, expected: torch.Tensor, same: float | None = None) -> float | None:
+    """The number c with got = c * expected, if there is one (``same``: what to say when c is 1)."""
+    if not isinstance(got, torch.Tensor) or tuple(got.shape) != tuple(expected.shape) or got.numel() == 0:
+        return None
+    g, e = got.detach().to(torch.float64), expected.detach().to(torch.float64)
+    if not (torch.isfinite(g).all() and torch.isfinite(e).all()) or float((e * e).sum()) == 0:
+        return None
+    c = float((g * e).sum() / (e * e).sum())
+    if not torch.allclose(g, c * e, rtol=RTOL, atol=ATOL * max(abs(c), 1.0)):
+        return None
+    if abs(c - 1) <= 1e-3:
+        return same
+    return c if abs(c) > 1e-6 else None  # (0: an answer of zeros, which has no factor to speak of)
 
+
+# the rounding of the lower-precision dtypes, 2**-(mantissa bits + 1), and the digits they keep
+_LOWER = ((torch.bfloat16, 2.0 ** -9, 2), (torch.float16, 2.0 ** -12, 3))
+
+
+def _held_in_lower(got: torch.Tensor, expected: torch.Tensor) -> dict | None:
+    """For an answer within the tolerance: the lower-precision dtype that holds every one of its numbers,
+    where the reference has many that float32 needs (a right float32 answer almost never does)."""
+    g = got.detach()
+    if not any(torch.equal(g.to(dtype).to(g.dtype), g) for dtype, _, _ in _LOWER):
+        return None  # (a right float32 answer stops here)
+    e = expected.detach().to(torch.float32)
+    if int((e.to(torch.float16).float() != e).sum()) < 8:
+        return None
+    return _lower_precision(got, expected, held_only=True)
+
+
+def _lower_precision(got: torch.Tensor, expected: torch.Tensor, held_only: bool = False) -> dict | None:
+    """The dtype ``got`` was computed in, if it was a lower precision than float32 and cast back.
+
+    Either its numbers are all ones that the dtype holds, and within many of its roundings of the
+    reference; or, computed in float16 before a last float32 step, within a few roundings, with
+    errors of both signs (a mistake moves the numbers one way).
+    """
+    if tuple(got.shape) != tuple(expected.shape) or not torch.isfinite(got).all():
+        return None
+    g, e = got.detach(), expected.detach().to(torch.float64)
+    err = (g.to(torch.float64) - e).abs()
+    size = e.abs() + e.abs().mean()
+    for dtype, unit, digits in _LOWER:
+        held = torch.equal(g.to(dtype).to(g.dtype), g)
+        if held and bool((err <= 64 * unit * size).all()):
+            return dict(dtype=str(dtype).replace("torch.", ""), digits=digits, err=float(err.max()))
+    signed = g.to(torch.float64) - e
+    if held_only:
+        return None
+    if bool((err <= 6 * _LOWER[1][1] * size).all()) and (signed > 0).any() and (signed < 0).any():
+        return dict(dtype="float16", digits=3, err=float(err.max()))
+    return None

@@ -1,9 +1,10 @@
 """A head's mistakes, shared by chapter 5's checks: rebuilt from the head's own weights, or measured.
 
 :data:`_HEAD_ROWS` (with :data:`_MASK_ROWS`) rebuild each mistake with :func:`.references._head_output`'s
-keyword arguments; :data:`_MEASURED_ROWS` read it off the weights the learner's head really uses, for
-forms no rebuilt row covers (a finite fill, a past key hidden, a scale after the softmax, any other
-scale, weights that ignore the scores).
+keyword arguments; :data:`_MEASURED_ROWS` read it off the weights the learner's head really uses
+(:func:`_weights_read`), for forms no rebuilt row covers (a finite fill, a past key hidden, a scale
+after the softmax, any other scale, weights that ignore the scores). :func:`_check_head_structure`
+checks a head's parts as the lesson builds them.
 """
 from __future__ import annotations
 
@@ -13,7 +14,11 @@ from collections.abc import Callable
 
 import torch
 
-from .engine import Case, _matches, _reference_with, _table
+import torch.nn as nn
+
+from . import running  # running._run, looked up at each call: a grader's replacement reaches it too
+from .engine import Case, _fail, _fail_unless_float_cpu, _matches, _reference_with, _shape, _table
+from .trial import _Saved
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -40,6 +45,21 @@ def _fixed_scale(case, got):
             candidate = case.build(scale=n ** -0.5)
             if candidate is not None and _matches(got, candidate):
                 return dict(n=n)
+    return None
+
+
+def _reversed(case, got):
+    """The values, or the whole output, in the opposite order of positions."""
+    if case.T < 2:
+        return None
+    backwards = case.build(values="v-reversed")
+    if backwards is not None and _matches(got, backwards):
+        return dict(how="key j's value was taken from position T - 1 - j (a flip of v along the "
+                        "positions, or an index counted from the end)")
+    right = case.build()
+    if right is not None and _matches(got, right.flip(1)):
+        return dict(how="out[:, t] holds what position T - 1 - t should get (the result was flipped "
+                        "along the positions)")
     return None
 
 
@@ -86,6 +106,8 @@ _HEAD_ROWS = _table(
      _reference_with(dict(values="q"))),
     ("head/qk-swapped", "q and k swapped: scores = k @ qᵀ transposes the weights; row i must be query i "
      "against every key: q @ k.transpose(-2, -1)", _reference_with(dict(swap=True))),
+    ("head/reversed", "your output runs backwards in time: {how}; keep the positions in their order: "
+     "weights @ v, with v = self.value(x) as it comes, and no flip", _reversed),
 )
 
 # mistakes named by measurement, from the weights a head really uses (case.weights(): (B, T, T) in
@@ -178,7 +200,7 @@ def _scale_read(case, got):
 def _uniform(case, got):
     """Weights spread evenly over the keys each row sees, whatever the scores: they play no part."""
     W = _read_weights(case)
-    if W is None or torch.isnan(W).any() or float((case.raw.to(torch.float64).diff(dim=-1)).abs().max()) < 1e-9:
+    if W is None or case.T < 2 or torch.isnan(W).any() or float(case.raw.diff(dim=-1).abs().max()) < 1e-9:
         return None
     seen = W > SUPPORT
     even = seen / seen.sum(-1, keepdim=True).clamp_min(1)
@@ -208,3 +230,90 @@ _MEASURED_ROWS = _table(
 )
 
 
+
+
+# ---------------------------------------------------------------------------------------------
+# a head's parts, and the weights it really uses
+
+_HEAD_STRUCTURE = _table(
+    ("head/missing-parts", "`{name}` needs the attributes key, query and value, each an nn.Linear(C, "
+     "head_size, bias=False) as in the lesson; missing or not nn.Linear: {missing}", None),
+    ("head/bias", "projections with bias: self.{part} has a bias; attention projections are bias-free: "
+     "nn.Linear(C, head_size, bias=False)", None),
+    ("head/wrong-size", "self.{part} has the wrong size: {name}({C}, {hs}, ...) should build "
+     "nn.Linear({C}, {hs}, bias=False), whose weight is ({hs}, {C}); got a weight of shape {got_shape}",
+     None),
+    ("head/tril-parameter", "`tril` is registered as a parameter: the optimizer would train the mask. A "
+     "fixed tensor that belongs to the module is a buffer: self.register_buffer('tril', torch.tril(...))",
+     None),
+    ("head/tril-not-buffer", "`tril` is {found}: register the mask as a buffer, self.register_buffer("
+     "'tril', torch.tril(torch.ones(block_size, block_size))), so it moves with .to(device) and is "
+     "saved with the module, but is not trained", None),
+)
+
+
+def _check_head_structure(head: nn.Module, name: str, C: int, hs: int) -> None:
+    """The head's parts, as the lesson builds them: three bias-free projections of float numbers on the
+    CPU, and a `tril` buffer."""
+    __tracebackhide__ = True
+    missing = [n for n in ("key", "query", "value") if not isinstance(getattr(head, n, None), nn.Linear)]
+    if missing:
+        _fail("head/missing-parts", name=name, missing=", ".join(missing))
+    for part in ("key", "query", "value"):
+        layer = getattr(head, part)
+        if layer.bias is not None:
+            _fail("head/bias", part=part)
+        if tuple(layer.weight.shape) != (hs, C):
+            _fail("head/wrong-size", part=part, name=name, C=C, hs=hs, got_shape=_shape(layer.weight))
+        _fail_unless_float_cpu(layer.weight, what=f"self.{part}.weight", where=f"{name}({C}, {hs}, ...)")
+    if "tril" in dict(head.named_parameters()):
+        _fail("head/tril-parameter")
+    if "tril" not in dict(head.named_buffers()):
+        _fail("head/tril-not-buffer", found="a plain attribute, not a buffer" if hasattr(head, "tril") else "missing")
+
+
+def _weights_read(Head, sizes: tuple, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor | None:
+    """The (B, T, T) weights that a head of the learner's class ``Head(*sizes)`` really uses for the
+    queries and keys ``q``, ``k`` (B, T, hs), in float64; None where they cannot be read.
+
+    A new head of that class, in float64 and eval(), gets key, query and value weights that turn the
+    one-hot positions x = I (T rows of width C) into these q and k and into one-hot values, so that its
+    output is its weights, head_size columns at a time: no name or step of its forward is assumed.
+    Every call of the learner's code goes through ``running._run``.
+    """
+    B, T, hs = q.shape
+    C = sizes[0]
+    built = running._quietly(running._run, Head, *sizes)  # (a grader may have no such call recorded)
+    probe = built[0] if built is not None and built[1] is None else None
+    if not isinstance(probe, nn.Module) or T > C or hs < 1:
+        return None
+    own = _Saved([probe])
+    try:
+        return _probe_weights(probe, q, k, C)
+    except Exception:  # noqa: BLE001 - a head that is not built like the lesson's is not measured
+        return None
+    finally:
+        own.restore()  # its weights as built: a grader compares what the learner's code handed out
+
+
+def _probe_weights(probe: nn.Module, q: torch.Tensor, k: torch.Tensor, C: int) -> torch.Tensor | None:
+    B, T, hs = q.shape
+    probe.double().eval()
+    layers = [probe.query, probe.key, probe.value]
+    if not all(isinstance(m, nn.Linear) and tuple(m.weight.shape) == (hs, C) for m in layers):
+        return None
+    x = torch.eye(T, C, dtype=torch.float64)[None]  # (1, T, C): row t is position t
+    W = torch.zeros(B, T, T, dtype=torch.float64)
+    for b in range(B):
+        for start in range(0, T, hs):
+            n = min(hs, T - start)
+            v = torch.zeros(T, hs, dtype=torch.float64)
+            v[range(start, start + n), range(n)] = 1.0  # position start + c has value e_c
+            for layer, rows in zip(layers, (q[b], k[b], v)):  # nn.Linear: x @ weight.T, so column t is row t's
+                with torch.no_grad():
+                    layer.weight.copy_(torch.cat([rows.T, torch.zeros(hs, C - T, dtype=torch.float64)], 1))
+            out, exc, _ = running._run(probe, x.clone())
+            if exc is not None or not isinstance(out, torch.Tensor) or tuple(out.shape) != (1, T, hs):
+                return None
+            W[b, :, start:start + n] = out[0, :, :n].detach().to(torch.float64)
+    return W

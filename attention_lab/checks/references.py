@@ -85,7 +85,9 @@ def _head_weights(p: _Projected, *, scale=None, swap=False, **weights_kw) -> tor
 
 
 def _head_output(p: _Projected, *, values="v", **kw) -> torch.Tensor:
-    """What the head returns, from its own projections ``p``; ``values`` ("v", "x", "k", "q") rebuilds
-    averaging the wrong tensor, the rest is passed to :func:`_head_weights`."""
-    return _head_weights(p, **kw) @ getattr(p, values)
+    """What the head returns, from its own projections ``p``; ``values`` ("v", "x", "k", "q", or
+    "v-reversed": v in the opposite order of positions) rebuilds averaging the wrong tensor, the rest
+    is passed to :func:`_head_weights`."""
+    averaged = p.v.flip(-2) if values == "v-reversed" else getattr(p, values)
+    return _head_weights(p, **kw) @ averaged
 

@@ -1,7 +1,7 @@
 """Running the learner's code for a check: the seed and strict mode of every check (:func:`_check`),
 each call of the learner's code watched (:func:`_call`, :func:`_run`, :class:`_Watch`), a stub told
 apart from a helper's stub, an exception turned into a message with a hint, and inputs or weights
-changed in place reported.
+changed in place reported and put back (with :class:`.trial._Saved`).
 
 Graders replace :func:`_run` on a :func:`~attention_lab.checks.fresh` copy (setting ``_run`` or
 ``SEED`` on that copy sets them here): every call of the learner's code goes through it.
@@ -11,17 +11,18 @@ from __future__ import annotations
 import collections
 import functools
 import inspect
-import math
 from typing import NamedTuple
 
 import torch
-import torch.nn as nn
 from torch.overrides import TorchFunctionMode
 
-from .engine import MISTAKES, Case, CheckFailed, _fail, _first, _fill, _fit, _name
+from .engine import MISTAKES, Case, CheckFailed, _compare, _fail, _first, _fill, _fit, _name
 from .hints import _HINTS
+from .trial import Trial, _Saved, fresh_seed
 
-SEED = 1337  # every check draws its inputs from this seed, inside torch.random.fork_rng
+# strict mode draws every check's inputs from this seed (a grader sets it for a batch); learner mode
+# draws a new seed at each call
+SEED = 1337
 
 
 class _NotYetImplemented(Exception):
@@ -33,24 +34,31 @@ class _NotYetImplemented(Exception):
 
 
 def _check(func):
-    """Make ``func`` a check: seed it, keep the notebook's RNG untouched, and add ``strict``.
+    """Make ``func`` a check: give it a :class:`.trial.Trial`, keep the notebook's RNG untouched, and
+    add ``strict`` and ``seed``.
 
+    ``func`` takes the learner's arguments and a keyword ``trial``, from which it draws its inputs.
     Learner mode prints the one-line summary ``func`` returns (or the kind stub line) and returns
-    None; strict mode prints nothing, returns True on a pass and raises on a stub.
+    None; a failure puts back what the learner's code changed in place (the next run names it again)
+    and adds the seed of its inputs, so that ``seed=`` draws them again. Strict mode draws from
+    :data:`SEED`, prints nothing, returns True on a pass and raises on a stub, leaving a change where
+    it is, for a grader that compares the modules before and after.
     """
     signature = inspect.signature(func)
-    answer_name = next(iter(signature.parameters))
+    public = signature.replace(parameters=[p for p in signature.parameters.values() if p.name != "trial"])
+    answer_name = next(iter(public.parameters))
 
     @functools.wraps(func)
-    def wrapper(*args, strict=False, **kwargs):
+    def wrapper(*args, strict=False, seed=None, **kwargs):
         __tracebackhide__ = True  # IPython and pytest hide this frame from the learner's traceback
+        given = _bind(public, func.__name__, args, kwargs)
+        trial = Trial(int(seed) if seed is not None else SEED if strict else fresh_seed())
         try:
-            given = signature.bind_partial(*args, **kwargs).arguments  # by position or by keyword
-            if answer_name in given and given[answer_name] is None:
+            if answer_name in given and given[answer_name] is None:  # by position or by keyword
                 raise _NotYetImplemented(answer_name)
             with torch.random.fork_rng(devices=[]):
-                torch.manual_seed(SEED)
-                summary = func(*args, **kwargs)
+                torch.manual_seed(trial.seed)  # what the learner's code draws (a Head's init) is seeded too
+                summary = func(*args, trial=trial, **kwargs)
         except _HelperStub as helper:
             _fail("general/helper-not-implemented", name=_name(given.get(answer_name)), helper=helper.helper,
                   exc=helper.exc)
@@ -59,14 +67,39 @@ def _check(func):
                 _fail("general/not-implemented", name=stub.name)
             print(_fit(f"✗ not yet implemented: fill in `{stub.name}` above, then run this cell again."))
             return None
+        except CheckFailed as failed:
+            if not strict:  # what the learner's code changed is put back, so the next run names it again
+                for put_back in getattr(failed, "put_back", ()):
+                    put_back()
+            if not strict and trial.drawn:  # the inputs were new: say how to draw them again
+                failed.args = (f"{failed}\n  (the check drew its inputs with seed={trial.seed}; add "
+                               f"seed={trial.seed} to the call to draw the same again)",)
+            raise
         if strict:
             return True
         print(_fit(f"✓ {func.__name__} passed: {summary}"))
         return None
 
-    strict = inspect.Parameter("strict", inspect.Parameter.KEYWORD_ONLY, default=False)
-    wrapper.__signature__ = signature.replace(parameters=[*signature.parameters.values(), strict])
+    extra = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default)
+             for name, default in (("strict", False), ("seed", None))]
+    wrapper.__signature__ = public.replace(parameters=[*public.parameters.values(), *extra])
     return wrapper
+
+
+def _bind(signature: inspect.Signature, check: str, args, kwargs) -> dict:
+    """The learner's arguments by name; a check called without its answer (or with too much) says how
+    the chapter calls it, instead of Python's own TypeError."""
+    __tracebackhide__ = True
+    params = list(signature.parameters)
+    fields = dict(check=check, call=f"checks.{check}({', '.join(params)})")
+    try:
+        given = signature.bind_partial(*args, **kwargs).arguments
+    except TypeError as exc:
+        _fail("general/arguments", problem=str(exc), **fields)
+    missing = [f"`{p}`" for p in params if p not in given]
+    if missing:
+        _fail("general/arguments", problem="no " + " and no ".join(missing), **fields)
+    return given
 
 
 class _Call(NamedTuple):
@@ -177,76 +210,103 @@ def _raise_from(exc: Exception, watch: _Watch, name: str, inputs: str, case: Cas
     raise CheckFailed(message, row.id) from exc
 
 
-def _call(fn, *args, inputs: str, case: Case | None = None, hints=None, name: str | None = None):
+def _call(fn, *args, inputs: str, case: Case | None = None, hints=None, name: str | None = None,
+          may_change=()):
     """Call the learner's ``fn(*args)``: (result, watch). A stub becomes the kind line, an error a clear one.
 
     ``inputs`` describes the arguments in the learner's words ("x of shape (4, 8, 384)"); ``hints`` is
-    a table whose rows match the failure (exception and failed torch call) of a known mistake.
+    a table whose rows match the failure (exception and failed torch call) of a known mistake;
+    ``may_change`` holds the positions of arguments the answer is meant to change (a cache passed to
+    it), which are not reported when they change.
     """
     __tracebackhide__ = True
     name = name or _name(fn)
     if not callable(fn):
         _fail("general/not-callable", type=type(fn).__name__)
-    before = _snapshot(args)
+    saved = _Saved(args)
     result, exc, watch = _run(fn, *args)
     if exc is not None:
-        _raise_from(exc, watch, name, inputs, case or Case(),
-                    _HINTS if hints is None else hints)
-    try:
-        params = list(inspect.signature(fn).parameters)
-    except (TypeError, ValueError):
-        params = []
-    _fail_if_changed(before, args, params, name, inputs)
+        with saved.put_back_on_failure():
+            _raise_from(exc, watch, name, inputs, case or Case(), _HINTS if hints is None else hints)
+    _fail_if_changed(saved, _params(fn), name, inputs, may_change)
     return result, watch
 
 
-def _snapshot(args) -> list:
-    """Copies of every tensor among ``args`` and of every module's state (in a list too)."""
-    saved = []
-    for n, a in enumerate(args):
-        if isinstance(a, torch.Tensor):
-            saved.append((n, "tensor", a.detach().clone()))
-        for label, module in _modules_in(a):
-            state = module.state_dict().items()
-            saved.append((n, label, {k: t.detach().clone() for k, t in state if isinstance(t, torch.Tensor)}))
-    return saved
+def _quietly(probe, *args):
+    """``probe(*args)``, or None if it raises anything: a call a check makes only to word a failure must
+    never be the failure (a grader that replays recorded calls has none for it, the learner's code may
+    raise on it), so without it the check says what it would have said anyway."""
+    try:
+        return probe(*args)
+    except Exception:  # noqa: BLE001
+        return None
 
 
-def _modules_in(a):
-    if isinstance(a, nn.Module):
-        return [("", a)]
-    if isinstance(a, (list, tuple)):
-        return [(f"[{i}]", m) for i, m in enumerate(a) if isinstance(m, nn.Module)]
-    return []
+class _Again:
+    """The learner's function called again, for the messages that tell state from a mistake: on the
+    same inputs, and on other inputs of the same shapes (its float tensors plus noise from ``trial``)."""
+
+    def __init__(self, fn, args: tuple, where: str, case: Case, hints, trial: Trial):
+        self.fn, self.args, self.where, self.case, self.hints, self.trial = fn, args, where, case, hints, trial
+
+    def call(self, args=None):
+        copies = [a.clone() if isinstance(a, torch.Tensor) else a for a in (args or self.args)]
+        return _call(self.fn, *copies, inputs=self.where, case=self.case, hints=self.hints)
+
+    def result(self, args=None):
+        """The answer's result on ``args`` (the same inputs again by default), or None if that call fails."""
+        called = _quietly(self.call, args)
+        return called[0] if called is not None else None
+
+    def ignores_inputs(self, got) -> bool:
+        """True if the answer returns ``got`` again, to the bit, for other inputs: a result kept."""
+        other = [a + self.trial.randn(*a.shape) if isinstance(a, torch.Tensor) and a.is_floating_point() else a
+                 for a in self.args]
+        if not isinstance(got, torch.Tensor) or all(o is a for o, a in zip(other, self.args)):
+            return False
+        again = self.result(other)
+        return isinstance(again, torch.Tensor) and torch.equal(again, got)
 
 
-def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
-    if a.shape != b.shape or a.dtype != b.dtype or a.device != b.device or a.device.type == "meta":
-        return a.shape == b.shape and a.device.type == "meta"
-    return bool(((a == b) | (a.isnan() & b.isnan())).all())
-
-
-def _changed_state(saved: dict, module: nn.Module, prefix: str) -> list[str]:
-    now = module.state_dict()
-    return [f"{prefix}{k}" for k, t in saved.items() if k not in now or not _same(now[k], t)]
-
-
-def _fail_if_changed(before, args, params: list[str], name: str, inputs: str) -> None:
-    """Tell the learner which of ``args`` (a tensor, or a module's weights) their code changed in place;
-    ``before`` is the :func:`_snapshot` of ``args``, ``params`` the names the learner knows them by."""
+def _try(fn, args: tuple, expected: torch.Tensor, *, trial: Trial, what: str, where: str, case: Case,
+         table=(), hints=None, earlier: list | None = None):
+    """The steps of a check that calls a function: ``fn`` on copies of ``args``, its result compared
+    with ``expected`` (:func:`.engine._compare`, which may call it again through :class:`_Again`),
+    and kept in ``earlier`` (the trial's, unless given) for the next comparisons. Returns (result,
+    watch)."""
     __tracebackhide__ = True
-    for n, label, saved in before:
-        arg = params[n] if n < len(params) else f"argument {n + 1}"
-        if label == "tensor":
-            now = args[n]
-            if not _same(now, saved):
-                size = math.inf  # a new shape (x.unsqueeze_) changes it more than any number
-                if now.shape == saved.shape:
-                    size = float((now.detach().double() - saved.double()).abs().nan_to_num(math.inf).max())
-                _fail("general/changed-input", name=name, arg=arg, size=size, where=inputs)
-            continue
-        module = args[n] if label == "" else args[n][int(label[1:-1])]
-        changed = _changed_state(saved, module, f"{arg}{label}.")
-        if changed:
-            _fail("general/changed-module", name=name, parts=", ".join(changed[:3]), where=inputs)
+    earlier = trial.earlier if earlier is None else earlier
+    again = _Again(fn, args, where, case, hints, trial)
+    got, watch = again.call()
+    _compare(got, expected, what=what, where=where, case=case, table=table, earlier=earlier, again=again)
+    earlier.append((expected, got.detach()))
+    return got, watch
 
+
+def _params(fn) -> list[str]:
+    """The names the learner gave ``fn``'s arguments, for the messages."""
+    try:
+        return list(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        return []
+
+
+def _fail_if_changed(saved: _Saved, params: list[str], name: str, inputs: str, may_change=()) -> None:
+    """Tell the learner which argument (a tensor, or a module's weights) their code changed in place;
+    the failure carries how to put it back (learner mode does). ``params`` are the names the learner
+    knows the arguments by."""
+    __tracebackhide__ = True
+
+    def arg(n):
+        return params[n] if n < len(params) else f"argument {n + 1}"
+
+    with saved.put_back_on_failure():
+        for n in saved.tensors:
+            size = None if n in may_change else saved.changed_tensor(n)
+            if size is not None:
+                _fail("general/changed-input", name=name, arg=arg(n), size=size, where=inputs)
+        for n, label in saved.modules:
+            changed = [] if n in may_change else saved.changed_parts(n, label)
+            if changed:
+                parts = ", ".join(f"{arg(n)}{label}.{part}" for part in changed[:3])
+                _fail("general/changed-module", name=name, parts=parts, where=inputs)

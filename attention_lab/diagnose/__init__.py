@@ -1,0 +1,154 @@
+"""A report card for one causal head written in any common style (chapter 5).
+
+``diagnose(obj)`` takes a head as learners bring it from elsewhere and says, one line per verdict
+(:data:`VERDICTS`), what it does and what to change. Each verdict is measured by running the head on
+seeded inputs, never guessed from names. ``obj`` may be an ``nn.Module`` mapping (B, T, C) to
+(B, T, head_size) whatever its attribute names (the lesson's ``key``/``query``/``value``,
+``W_query``/``W_key``/``W_value``, nanoGPT's fused ``c_attn`` with a ``c_proj``, bare
+``nn.Parameter`` matrices, an ``nn.MultiheadAttention`` with one head, alone or inside a module), a
+function of ``x`` (the modules it closes over are found like a module's), or a function of
+``(q, k, v)``; one that returns ``(out, weights)`` is read at ``out``. A module of several heads is
+named as such in one line. The module itself is callable: ``from attention_lab import diagnose;
+diagnose(head)``, the same as ``diagnose.diagnose(head)`` and ``checks.diagnose(head)``.
+
+The parts: :mod:`.card` (the card), :mod:`.subject` (finding and feeding a head's q, k, v),
+:mod:`.weights` (what the weights are made of), :mod:`.reading` (every line of one head). The
+learner's code runs on copies, in ``eval()``, float32, CPU, ``no_grad``, with inputs drawn inside
+``torch.random.fork_rng``. Importing this package has no side effects. More in CONTRIBUTING.md.
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+
+import torch
+
+from .card import VERDICTS, Diagnosis, Verdict
+from .reading import _Head, _heads, read_head
+from .subject import _error, _locate, _Many, _NoDropout, _ParamFeed, _QKVFeed, _Subject, _Unusable
+
+__all__ = ["diagnose", "Diagnosis", "Verdict", "VERDICTS"]
+
+SEED = 1337
+
+
+def diagnose(obj, *, C: int | None = None, head_size: int | None = None,
+             block_size: int | None = None, strict: bool = False) -> Diagnosis:
+    """Measure what a causal head in any style does and return its report card (chapter 5).
+
+    ``obj`` is an ``nn.Module``, a function of ``x`` or a function of ``(q, k, v)``; ``C``,
+    ``head_size`` and ``block_size`` are needed only where they cannot be inferred (a function of
+    ``(q, k, v)`` is tested with head_size 16 and T = 8 unless told). Nothing the learner's code
+    does makes this raise; with ``strict=True`` (for graders) a card with a ✗ raises
+    :class:`attention_lab.checks.CheckFailed` with its first failing line, and ``mistake`` set to
+    ``"diagnose/<verdict>"``.
+    """
+    with torch.random.fork_rng(devices=[]), torch.no_grad():
+        torch.manual_seed(SEED)
+        card = _diagnose(obj, C, head_size, block_size)
+    if strict and card.failed:
+        from attention_lab.checks.engine import CheckFailed  # imported when needed: it imports torch's checks
+
+        first = card.failed[0]
+        raise CheckFailed(getattr(card, first).line(), f"diagnose/{first}")
+    return card
+
+
+def _block_size(subject) -> int | None:
+    for t in subject.masks:  # a square 0/1 mask, (bs, bs) or nanoGPT's (1, 1, bs, bs)
+        if t.dim() >= 2 and t.shape[-1] == t.shape[-2] > 1 and ((t == 0) | (t == 1)).all():
+            return int(t.shape[-1])
+    return None
+
+
+def _widths(subject) -> list[int]:
+    """The widths of x worth trying, from the head's layers and matrices."""
+    found = [m.in_features for r in subject.roots for m in r.modules() if isinstance(m, torch.nn.Linear)]
+    found += [m.embed_dim for r in subject.roots for m in r.modules() if isinstance(m, torch.nn.MultiheadAttention)]
+    found += [n for r in subject.roots for p in r.parameters() if p.dim() == 2 for n in p.shape]
+    return list(dict.fromkeys(found))
+
+
+def _sizes(subject, C, hs, bs):
+    """(feed, head_size, T = block_size, C, the text of where each came from); raises _Unusable."""
+    if bs is None:
+        bs = _block_size(subject)
+        said = (f"block_size={bs} (from its mask)" if bs else
+                "block_size not inferred (no square mask found): tested T = 8, pass block_size=")
+    else:
+        said = f"block_size={bs} (given)"
+    T = bs or 8
+    if subject.takes_qkv:
+        return _QKVFeed(subject), hs or 16, T, C, (f"head_size={hs} (given)" if hs else
+                                                  "head_size not given: tested with 16") + "; " + said
+    widths = [C] if C else _widths(subject)
+    if not widths:
+        raise _Unusable("C not inferred: no nn.Linear or weight matrix found; call diagnose(obj, C=...)")
+    errors = []
+    for c in widths:
+        try:
+            feed, found = _locate(subject, c, T)
+            break
+        except Exception as exc:  # noqa: BLE001 - the wrong width for x, or the learner's own error
+            errors.append(exc)
+    else:
+        raise _Unusable(f"forward raised {_error(errors[0])} at x of shape (2, {T}, {widths[0]})")
+    if isinstance(feed, _Many):
+        return feed, feed.hs, T, c, f"C={c}, {feed.n} heads of size {feed.hs} (from its projections); " + said
+    if feed is None:
+        out = subject.run(torch.randn(2, T, c)) if hs is None else None
+        if hs is None and not isinstance(out, torch.Tensor):
+            raise _Unusable("head_size not inferred: call diagnose(obj, head_size=...)")
+        told = f"head_size={hs} (given)" if hs else f"head_size={out.shape[-1]} (from its output)"
+        return None, hs or out.shape[-1], T, c, (
+            f"C={c}, {told}; q, k, v projections not found (3 nn.Linear(C, head_size), one "
+            f"C -> 3*head_size, or 3 weight matrices): scale, softmax and mask not measured; " + said)
+    if isinstance(feed, _ParamFeed) and T > c:
+        return None, found, T, c, f"C={c}, head_size={found}; C < block_size: not read; " + said
+    return feed, hs or found, T, c, f"C={c}, head_size={found} (from its projections); " + said
+
+
+def _many(name, kind, sizes, n, hs) -> Diagnosis:
+    line = Verdict(None, f"{n} heads side by side (n_head = {n}), each of size {hs}: diagnose reads "
+                         f"one head at a time, and each of these is read on its own in the many-heads "
+                         f"chapter; diagnose one head (a module with n_head = 1)")
+    return Diagnosis(name, kind, sizes, line, heads=n)
+
+
+def _diagnose(obj, C, hs, bs) -> Diagnosis:
+    name = getattr(obj, "__name__", None) or type(obj).__name__
+    try:
+        subject = _Subject(obj)
+    except _Unusable as exc:
+        return Diagnosis(name, "not a head", "no sizes", Verdict(False, str(exc)))
+    with subject:
+        try:
+            feed, hs, T, C, sizes = _sizes(subject, C, hs, bs)
+        except _Unusable as exc:
+            return Diagnosis(name, subject.kind, "sizes unknown", Verdict(False, str(exc)))
+        if isinstance(feed, _Many):
+            return _many(name, subject.kind, sizes, feed.n, feed.hs)
+        head = _Head(subject, feed, 2, T, hs, C)
+        if feed is not None:
+            try:
+                with _NoDropout():
+                    n = _heads(head)
+            except Exception:  # noqa: BLE001 - the reading below says what goes wrong
+                n = 1
+            if n > 1:
+                return _many(name, subject.kind, sizes.replace(f"head_size={hs}", f"{n} heads of size {hs // n}"),
+                             n, hs // n)
+        card = Diagnosis(name, subject.kind, sizes, Verdict(True, "runs"))
+        read_head(card, head)
+    return card
+
+
+class _CallableModule(types.ModuleType):
+    """This package's module type: ``from attention_lab import diagnose; diagnose(head)`` works."""
+
+    def __call__(self, obj, **sizes):
+        return diagnose(obj, **sizes)
+
+
+sys.modules[__name__].__class__ = _CallableModule
