@@ -170,7 +170,57 @@ def inputs() -> list[Input]:
         Input("softmax right, in float64", "check_softmax", (lambda z: softmax(z.double()),), "pass"),
         Input("average with math", "check_cumsum_average", (lambda x: x.cumsum(1) / torch.arange(
             1, x.shape[1] + 1).view(1, -1, 1) * math.prod([1.0]),), "pass"),
+        # from the held-out inputs a red team wrote without seeing the checks (/work/redteam33 of issue 33)
+        Input("average compiled with torch.jit.script", "check_cumsum_average", (_scripted_average(),), "pass"),
+        Input("average that calls sys.exit()", "check_cumsum_average", (_exits,), "fail", "general/raised"),
+        Input("average that raises a BaseException of its own", "check_cumsum_average", (_aborts,), "fail",
+              "general/raised"),
+        Input("average that replaces torch.allclose", "check_cumsum_average", (_patches_allclose,), "fail",
+              "general/patched-torch"),
+        Input("head with weight-normed projections", H, (_weight_normed,), "pass"),
+        Input("multihead with an unused sdpa call", "check_multihead_sdpa", (_decorative_sdpa,), "fail",
+              "multihead/unused-sdpa"),
     ]
+
+
+def _scripted_average():
+    @torch.jit.script
+    def cumsum_average(x: torch.Tensor) -> torch.Tensor:
+        counts = torch.arange(1, x.size(1) + 1, dtype=x.dtype).view(-1, 1)
+        return x.cumsum(1) / counts
+
+    return cumsum_average
+
+
+def _exits(x):
+    raise SystemExit("done")
+
+
+class _Abort(BaseException):
+    pass
+
+
+def _aborts(x):
+    raise _Abort("stop here")
+
+
+def _patches_allclose(x):
+    torch.allclose = lambda *a, **k: True  # the check puts torch back and names it
+    return x.cumsum(1)
+
+
+class _weight_normed(Head):
+    def __init__(self, C, head_size, block_size):
+        super().__init__(C, head_size, block_size)
+        normed = torch.nn.utils.parametrizations.weight_norm
+        self.key, self.query, self.value = normed(self.key), normed(self.query), normed(self.value)
+
+
+def _decorative_sdpa(heads, x):
+    out = torch.cat([h(x) for h in heads], -1)
+    zero = torch.zeros(1, 1, 1, 1)
+    F.scaled_dot_product_attention(zero, zero, zero)  # called, its result never used
+    return out
 
 
 def _multihead_low(heads, x):

@@ -668,12 +668,27 @@ def test_checks_leave_the_random_stream_alone():
 # ---------------------------------------------------------------- every message, by name
 
 # (test id, check, its arguments, the id in checks.MISTAKES of the message it must give)
+def patching(name, replacement):
+    """A right running average that replaces torch's ``name`` (or torch.Tensor's) while it runs."""
+    def answer(x):
+        out = x.cumsum(1) / torch.arange(1, x.shape[1] + 1).view(1, -1, 1)
+        space, attr = (torch.Tensor, name.split(".")[1]) if name.startswith("Tensor.") else (torch, name)
+        setattr(space, attr, replacement)
+        return out
+    return answer
+
+
 WRONG = [
     # what every check says
     ("stub-strict", strict(checks.check_cumsum_average), (stub,), "general/not-implemented"),
     ("stub-head-strict", strict(checks.check_head), (StubHead,), "general/not-implemented"),
     ("raised", checks.check_cumsum_average, (lambda x: x @ torch.ones(3, 3),), "general/raised"),
     ("raised-own-error", checks.check_cumsum_average, (lambda x: int("x"),), "general/raised"),
+    ("raised-system-exit", checks.check_cumsum_average, (lambda x: sys.exit("done"),), "general/raised"),
+    ("patched-allclose", checks.check_cumsum_average, (patching("allclose", lambda *a, **k: True),),
+     "general/patched-torch"),
+    ("patched-tensor-method", checks.check_cumsum_average, (patching("Tensor.cumsum", lambda self, d: self),),
+     "general/patched-torch"),
     ("no-return", checks.check_cumsum_average, (lambda x: None,), "general/not-a-tensor"),
     ("list", checks.check_cumsum_average, (lambda x: x.tolist(),), "general/not-a-tensor"),
     ("wrong-shape", checks.check_cumsum_average, (lambda x: x.mean(1),), "general/wrong-shape"),
@@ -982,6 +997,12 @@ WRONG = [
     ("multihead-per-head-sdpa", checks.check_multihead_sdpa,
      (lambda heads, x: torch.cat([sdpa_with(is_causal=True)(h, x) for h in heads], -1),), "multihead/one-call"),
     ("multihead-3d", checks.check_multihead_sdpa, (multihead(flat=True),), "multihead/not-4d"),
+    ("multihead-unused-sdpa", checks.check_multihead_sdpa, (lambda heads, x: (
+        F.scaled_dot_product_attention(*[torch.zeros(1, 1, 1, 1)] * 3), torch.cat([h(x) for h in heads], -1))[1],),
+     "multihead/unused-sdpa"),
+    ("multihead-sdpa-then-own", checks.check_multihead_sdpa, (lambda heads, x: multihead()(heads, x).detach() * 0
+                                                              + torch.cat([h(x) for h in heads], -1),),
+     "multihead/unused-sdpa"),
     ("multihead-3d-cat", checks.check_multihead_sdpa, (multihead_batched_3d,), "multihead/not-4d"),
     ("multihead-not-causal", checks.check_multihead_sdpa, (multihead(is_causal=False),), "sdpa/no-causal"),
     ("multihead-float-mask", checks.check_multihead_sdpa,
@@ -1346,8 +1367,12 @@ def test_every_check_has_a_stub_case_and_a_keyword_only_strict():
         assert parameter.kind is inspect.Parameter.KEYWORD_ONLY and parameter.default is False
 
 
+# every ninth wrong answer; not one that counts its calls or keeps state, whose message the first run changes
+SAME_TWICE = [w for w in WRONG if w[3] not in ("general/counter", "general/kept-state", "head/kept-state")][::9]
+
+
 @pytest.mark.filterwarnings("ignore::UserWarning")
-@pytest.mark.parametrize("check, args, mistake", [w[1:] for w in WRONG[::9]], ids=[w[0] for w in WRONG[::9]])
+@pytest.mark.parametrize("check, args, mistake", [w[1:] for w in SAME_TWICE], ids=[w[0] for w in SAME_TWICE])
 def test_in_strict_mode_a_wrong_answer_fails_with_the_same_message(check, args, mistake):
     learner = _produce(functools.partial(check, seed=checks.SEED), args)  # the inputs strict mode draws
     with pytest.raises(AssertionError) as info:

@@ -355,6 +355,9 @@ _MULTIHEAD_ROWS = _table(
     ("multihead/one-call", "right numbers, but {calls} calls to F.scaled_dot_product_attention, one per "
      "head: stack the heads' q, k and v into (B, n_heads, T, hs) tensors and make a single call; one "
      "call over all the heads is what lets PyTorch pick a fused kernel", None),
+    ("multihead/unused-sdpa", "right numbers, but not from your call of F.scaled_dot_product_attention: "
+     "with its result changed, your output stays the same, so the numbers come from somewhere else (each "
+     "head's own forward?): return what the one call gives, its heads put side by side", None),
     ("multihead/not-4d", "right numbers, but your call got {axes}-D tensors: give it q, k and v of shape "
      "(B, n_heads, T, hs); PyTorch's fused kernels need that 4-D layout and run 3-D input on the plain "
      "math path", None),
@@ -385,6 +388,7 @@ def check_multihead_sdpa(fn, *, trial):
     the mean instead of the concatenation, no causal mask (or a float mask), the head mistakes of
     :func:`check_head`; and, with the right numbers, no call, one call per head, or a call on 3-D input.
     """
+    probed = False
     for (C, hs, bs, n), shapes in _multihead_cases(trial):
         heads = [ReferenceHead(C, hs, bs) for _ in range(n)]  # drawn from the trial's seed
         earlier = []
@@ -398,8 +402,8 @@ def check_multihead_sdpa(fn, *, trial):
                 return torch.cat([_head_output(p, **how) for p in projected], -1)
 
             case = MultiheadCase(C=C, hs=hs, n=n, B=B, T=T, outs=outs, width=n * hs, build=build)
-            _, watch = _try(fn, (list(heads), x), torch.cat(outs, -1), what="your output", where=where,
-                            case=case, table=_MULTIHEAD_ROWS, trial=trial, earlier=earlier)
+            got, watch = _try(fn, (list(heads), x), torch.cat(outs, -1), what="your output", where=where,
+                              case=case, table=_MULTIHEAD_ROWS, trial=trial, earlier=earlier)
             calls = watch.calls["scaled_dot_product_attention"]
             if calls == 0:
                 _fail("multihead/no-sdpa")
@@ -407,6 +411,11 @@ def check_multihead_sdpa(fn, *, trial):
                 _fail("multihead/one-call", calls=calls)
             if watch.sdpa_axes[0] != 4:
                 _fail("multihead/not-4d", axes=watch.sdpa_axes[0])
+            if not probed:  # once a check: the call's result must be what the output is made of
+                probed = True
+                doubled = running._quietly(running._with_doubled, "scaled_dot_product_attention", fn, list(heads), x)
+                if isinstance(doubled, torch.Tensor) and isinstance(got, torch.Tensor) and torch.equal(doubled, got):
+                    _fail("multihead/unused-sdpa")
     return ("one call of F.scaled_dot_product_attention on (B, n_heads, T, hs) tensors equals "
             "torch.cat([h(x) for h in heads], -1) (tested T = 1 to 12; 3 heads of size 8, and 2 to 4 "
             "drawn)")

@@ -145,6 +145,8 @@ _GENERAL = _table(
     ("general/changed-input", "your `{name}` changed its input `{arg}` in place (by up to {size:.3g}; "
      "{where}): in the notebook that would quietly change the chapter's own tensor. Compute a new "
      "tensor instead: masked_fill, not masked_fill_; x = x / s, not x /= s or x.div_(s)", None),
+    ("general/patched-torch", "your `{name}` replaced {names} while it ran ({where}); they are put back: "
+     "leave torch's own functions as they are, a check compares your answer with them", None),
     ("general/changed-module", "your `{name}` changed {parts} while it ran ({where}): it must read the "
      "weights, never write them (no .data, and no in-place calls such as zero_(), fill_() or copy_() "
      "on them); the check compared your answer with the weights as they were before, and has put "

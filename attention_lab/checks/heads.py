@@ -300,7 +300,9 @@ def _probe_weights(probe: nn.Module, q: torch.Tensor, k: torch.Tensor, C: int) -
     B, T, hs = q.shape
     probe.double().eval()
     layers = [probe.query, probe.key, probe.value]
-    if not all(isinstance(m, nn.Linear) and tuple(m.weight.shape) == (hs, C) for m in layers):
+    # a parametrized layer (weight_norm, spectral_norm) computes its weight at each use: it cannot be set
+    if not all(isinstance(m, nn.Linear) and not nn.utils.parametrize.is_parametrized(m)
+               and tuple(m.weight.shape) == (hs, C) for m in layers):
         return None
     x = torch.eye(T, C, dtype=torch.float64)[None]  # (1, T, C): row t is position t
     W = torch.zeros(B, T, T, dtype=torch.float64)

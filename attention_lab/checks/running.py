@@ -178,15 +178,80 @@ def _stub_or_helper(answer, exc: NotImplementedError):
 
 
 def _run(fn, *args):
-    """Call the learner's ``fn(*args)`` under a _Watch: (result, exception or None, watch). A stub stops the check."""
+    """Call the learner's ``fn(*args)`` under a _Watch: (result, exception or None, watch). A stub stops the
+    check; Ctrl-C goes through; anything else the code raises (SystemExit, a BaseException of its own) is
+    reported by _raise_from. torch as the code found it is put back after the call, and what it replaced
+    is in ``watch.patched``: a check never compares with functions the learner's code changed."""
     watch = _Watch()
+    before = _torch_namespaces()
     try:
         with watch:
-            return fn(*args), None, watch
+            result = fn(*args)
+        _read_script(fn, watch)
+        return result, None, watch
     except NotImplementedError as exc:
         raise _stub_or_helper(fn, exc) from None
-    except Exception as exc:  # noqa: BLE001 - any error in the learner's code is reported by _raise_from
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - any error in the learner's code is reported by _raise_from
         return None, exc, watch
+    finally:
+        watch.patched = _put_back(before)
+
+
+def _torch_namespaces() -> list[tuple[object, dict]]:
+    return [(space, dict(vars(space))) for space in (torch, torch.nn.functional, torch.Tensor, torch.linalg)]
+
+
+def _put_back(before) -> list[str]:
+    """The names of torch's that the learner's code replaced or added during a call with something of its
+    own, each put back; what torch changes itself (torch.set_default_dtype swaps torch.Storage) stays."""
+    named = {torch: "torch", torch.nn.functional: "F", torch.Tensor: "torch.Tensor", torch.linalg: "torch.linalg"}
+    changed = []
+    for space, saved in before:
+        now = vars(space)
+        for name in [n for n in now if (n not in saved or now[n] is not saved[n])
+                     and not str(getattr(now[n], "__module__", None) or "").startswith("torch")]:
+            changed.append(f"{named[space]}.{name}")
+            if name in saved:
+                setattr(space, name, saved[name])
+            else:
+                delattr(space, name)
+    return changed
+
+
+def _read_script(fn, watch) -> None:
+    # TorchScript runs no Python, so the watch sees none of its calls: read them off its compiled graph
+    if isinstance(fn, (torch.jit.ScriptFunction, torch.jit.ScriptModule)):
+        graph = fn.inlined_graph if isinstance(fn, torch.jit.ScriptFunction) else fn.forward.inlined_graph
+        for node in graph.nodes():
+            if node.kind().startswith("aten::"):
+                watch.calls[node.kind()[len("aten::"):]] += 1
+
+
+class _Doubled(TorchFunctionMode):
+    """Runs the code with the result of one torch function doubled: what its output then does tells
+    whether that call's result is used (a check that asks for the call)."""
+
+    def __init__(self, name: str):
+        super().__init__()
+        self.name = name
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        return out * 2 if getattr(func, "__name__", "") == self.name else out
+
+
+def _with_doubled(name: str, fn, *args):
+    """``fn(*args)`` with ``name``'s results doubled (see _Doubled); the learner's own process only: a
+    grader's replayed calls have none, so call it through _quietly."""
+    if _run is not _RUN:
+        raise LookupError("a grader's replayed calls cannot double a call inside the answer")
+    with _Doubled(name):
+        return fn(*args)
+
+
+_RUN = _run  # a grader replaces running._run on its copy: see _with_doubled
 
 
 class _Failure(NamedTuple):
@@ -225,6 +290,8 @@ def _call(fn, *args, inputs: str, case: Case | None = None, hints=None, name: st
         _fail("general/not-callable", type=type(fn).__name__)
     saved = _Saved(args)
     result, exc, watch = _run(fn, *args)
+    if getattr(watch, "patched", None):
+        _fail("general/patched-torch", name=name, names=", ".join(watch.patched[:3]), where=inputs)
     if exc is not None:
         with saved.put_back_on_failure():
             _raise_from(exc, watch, name, inputs, case or Case(), _HINTS if hints is None else hints)
