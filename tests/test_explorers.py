@@ -743,3 +743,15 @@ def test_where_no_widget_can_show_nbconvert_shows_the_start_picture(template):
     page, _ = HTMLExporter(template_name=template).from_notebook_node(new_notebook(cells=[cell]))
     assert f'src="data:image/png;base64,{data["image/png"]}' in page
     assert 'type="application/vnd.jupyter.widget-view+json"' not in page
+
+
+def test_a_start_head_with_a_biased_query_keeps_its_bias_in_the_page():
+    tok, pos, head = modules(head_size=8, block_size=16, seed=3)
+    head.query = nn.Linear(384, 8, bias=True)  # a learner's head with a bias the page must not drop
+    ex = explorers.head_explorer(text="First", start=(tok, pos, head))
+    start = ex.config["start"]
+    ids = text.encode("First")
+    q_page = base.unpack(start["tok_query"])[ids] + base.unpack(start["pos_query"])[:5]
+    with torch.no_grad():
+        q = head.query(tok(torch.tensor(ids)) + pos(torch.arange(5)))
+    torch.testing.assert_close(q_page, q, atol=1e-5, rtol=1e-5)
