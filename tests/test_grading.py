@@ -6,7 +6,9 @@ those paths and aim at them (and at nothing outside the temporary folder). Befor
 hashes the course's copy, the grader's folder and every submission: unchanged. It watches the grader's
 output as it goes, and stops at once if a probe file a submission tried to write outside its sandbox
 exists. Needs bubblewrap (`apt-get install -y bubblewrap`); without it only the refusal, `--unsandboxed`
-and zip tests run. The Gradescope runner's tests need root, as on Gradescope, where it drops to nobody.
+and zip tests run. The Gradescope runner's tests need root, as on Gradescope, where it drops to nobody;
+they run it in a view (tests/nobody_view.py) where nobody can read this Python and the course even from a
+checkout under a private folder (``mktemp -d``, /root) or made under ``umask 077``.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import pytest
 
 from course import grade, graded_edition
 from course import sandbox
+import nobody_view
 
 ROOT = Path(__file__).resolve().parents[1]
 NO_SANDBOX = sandbox.available()
@@ -510,18 +513,14 @@ def test_gradescope_runner(tmp_path, kind, expected):
     (root / "submission" / f"{C1}.ipynb").write_text(_notebook(C1, {"1.1": answer}, first=first))
     spec_before = (root / "source" / "grading_spec.json").read_bytes()
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    cmd = [sys.executable, "-m", "attention_lab.gradescope", str(root)]
-    base = os.path.realpath(sys.base_prefix)
-    if base.startswith("/root/") and NO_SANDBOX is not None:
-        pytest.skip(f"this Python lives under /root, where nobody cannot reach it, and bwrap cannot make a view "
-                    f"where it can: {NO_SANDBOX}")
-    if base.startswith("/root/"):  # where nobody cannot reach this Python, as in
-        # Gradescope's image before the runner opens the way: a view of this machine with a traversable /root
-        between = [str(p) for p in reversed(Path(base).parents) if str(p).startswith("/root/")]
-        folders = [arg for p in between for arg in ("--perms", "0755", "--dir", p)]
-        cmd = ["bwrap", "--dev-bind", "/", "/", "--perms", "0755", "--tmpfs", "/root", *folders,
-               "--ro-bind", base, base, *cmd]
+    # nobody must read this Python and the course: a view of them for that user where a private folder
+    # (mktemp -d, /root) or umask 077 keeps it out, as the runner's own _reachable() opens /root on Gradescope
+    reach = [ROOT, sys.prefix, sys.base_prefix]
+    cmd = [sys.executable, str(ROOT / "tests" / "nobody_view.py"), "--reach", *map(str, reach),
+           "--keep", str(tmp_path), "--", sys.executable, "-m", "attention_lab.gradescope", str(root)]
     ran = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
+    if ran.returncode == nobody_view.CANNOT:
+        pytest.skip(ran.stderr.strip())
     assert ran.returncode == 0, ran.stderr
     time.sleep(3)  # a process the notebook left behind had time to write, if it could
     results = json.loads((root / "results" / "results.json").read_text())
