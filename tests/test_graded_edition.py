@@ -133,13 +133,14 @@ def test_each_test_calls_the_chapters_check_afresh_and_strict(stem, built):
         assert in_test == in_notebook
 
 
-def test_the_autograder_installs_this_release_and_the_tested_versions(built):
+def test_the_autograder_carries_this_release_and_installs_the_tested_versions(built):
     edition = built[ROUND_TRIP]
     env = yaml.safe_load(_zip_text(edition.autograder_zip, "environment.yml"))
     pip = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict))
-    url, _ = layout.repository()
     assert f"python={graded_edition.PYTHON_VERSION}" in env["dependencies"]
-    assert f"attention_lab @ git+{url}@{layout.release_ref()}" in pip
+    # the package is the zip's own copy of this tree's, not a release installed from git
+    assert not any("attention_lab" in line for line in pip)
+    assert _zip_text(edition.autograder_zip, "attention_lab/__init__.py") == (ROOT / "attention_lab/__init__.py").read_text()
     assert "otter-grader[grading,plugins]==7.0.0" in pip
     assert "torch==2.13.0" in pip and f"--extra-index-url {graded_edition.TORCH_CPU_INDEX}" in pip
     config = json.loads(_zip_text(edition.autograder_zip, "otter_config.json"))
