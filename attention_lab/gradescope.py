@@ -23,7 +23,6 @@ The container is the sandbox here (Gradescope starts a fresh one for each submis
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys

@@ -32,7 +32,6 @@ import stat
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import torch
@@ -201,7 +200,9 @@ def run_check(session: remote.Session, name: str, args: list, seed: int) -> tupl
             return False, f"no check named {name!r}"
         try:
             check(*args, strict=True)
+            session.check_channel()
         except graded.CheckFailed as failed:
+            session.check_channel()  # a broken channel, even one a check swallowed, ends the submission
             if first is not None:
                 return False, first
             first = str(failed)
@@ -276,9 +277,11 @@ def grade(job: dict, config: dict) -> dict:
     except wire.Timeout:
         result["reason"] = f"timed out: still running after {limit:.0f} s (an endless loop?)"
     except wire.Closed:
-        status = notebook.process.wait()
-        result["reason"] = (f"the notebook's process died ({_status(status)}) before its answers were recorded; "
-                            f"its last line: {notebook.last_line()}")
+        try:
+            died = f"the notebook's process died ({_status(notebook.process.wait(timeout=5))})"
+        except subprocess.TimeoutExpired:
+            died = "the notebook's process closed its channel to the grader"
+        result["reason"] = f"{died} before its answers were recorded; its last line: {notebook.last_line()}"
     except wire.WireError as exc:
         result["reason"] = f"the notebook broke the grader's protocol: {str(exc)[:200]}"
     finally:

@@ -93,6 +93,7 @@ class Session:
         self.kept: list = []  # every object sent, so ids stay unique
         self.fresh = itertools.count(1)
         self.graded, self.blind = None, False  # the checks' copy in use, and whether the method is graded
+        self.broken: wire.WireError | None = None  # once the channel broke, nothing more goes over it
 
     def __enter__(self):
         global _current
@@ -231,7 +232,20 @@ class Session:
         """``checks._run(fn, *args)`` for the graded checks: the call, made in the notebook."""
         return self.call(fn, args)
 
+    def check_channel(self) -> None:
+        """Raise the channel's error, if it broke during a check (even if the check caught it)."""
+        if self.broken is not None:
+            raise self.broken
+
     def call(self, fn, args: tuple):
+        self.check_channel()
+        try:
+            return self._call(fn, args)
+        except wire.WireError as exc:
+            self.broken = exc
+            raise
+
+    def _call(self, fn, args: tuple):
         """Call the notebook's ``fn(*args)``: (result, exception or None, watch), as ``checks._run`` returns."""
         tensors: list = []
         request = {"op": "call", "fn": self.pack(fn, tensors), "args": [self.pack(a, tensors) for a in args]}
@@ -250,7 +264,10 @@ class Session:
             raise JudgeError(f"the notebook could not run the call: {str(reply.get('message'))[:300]}")
         states = reply.get("states") if isinstance(reply.get("states"), list) else []
         for m, state in zip(modules, states):
-            wire.apply_state(m, state, got)
+            try:
+                wire.apply_state(m, state, got)
+            except wire.WireError as exc:  # a value too large, say: this answer's loss, the channel is fine
+                raise JudgeError(f"your code handed the grader {exc}") from None
             self.synced[id(m)] = _digest(m)
         for index, entry in _pairs(reply.get("changed")):
             if type(index) is int and 0 <= index < len(args) and isinstance(args[index], torch.Tensor):

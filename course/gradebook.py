@@ -98,20 +98,25 @@ def entries(folder: Path, stem: str) -> list[Entry]:
         name = item.name
         if name.startswith("."):
             continue
-        kind = os.lstat(item.path).st_mode
+        student = name[:-6] if name.endswith(".ipynb") else name
+        try:
+            kind = os.lstat(item.path).st_mode
+        except OSError as exc:  # gone, or unreadable, since the folder was listed
+            found.append(Entry(visible(student), visible(name), None, f"it cannot be read ({exc.strerror})", raw=name))
+            continue
         if stat.S_ISDIR(kind):
             path, reason = _notebook(Path(item.path), name, stem)
             label = f"{name}/{path.name}" if path is not None else f"{name}/"
             entry = Entry(visible(name), visible(label), path, reason, raw=label)
+        elif stat.S_ISLNK(kind):
+            entry = Entry(visible(student), visible(name), None, "the submission is a symbolic link: hand in the "
+                                                                 "notebook itself", raw=name)
         elif not name.endswith(".ipynb"):
             continue
-        elif stat.S_ISLNK(kind):
-            entry = Entry(visible(name[:-6]), visible(name), None, "the submission is a symbolic link: hand in the "
-                                                                   "notebook itself", raw=name)
         elif not stat.S_ISREG(kind):
-            entry = Entry(visible(name[:-6]), visible(name), None, "the submission is not a regular file", raw=name)
+            entry = Entry(visible(student), visible(name), None, "the submission is not a regular file", raw=name)
         else:
-            entry = Entry(visible(name[:-6]), visible(name), Path(item.path), raw=name)
+            entry = Entry(visible(student), visible(name), Path(item.path), raw=name)
         if any(0xDC80 <= ord(c) <= 0xDCFF for c in name):
             entry.flags.append("its name is not valid UTF-8 (shown with \\x escapes)")
         found.append(entry)

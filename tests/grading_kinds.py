@@ -11,7 +11,8 @@ import json
 import textwrap
 from dataclasses import dataclass
 
-from grading_kit import C1, C5, MEMORY, RIGHT_1, SOLUTIONS_5, WRONG_1, head, learner_message, notebook
+from grading_kit import (C1, C5, DIVIDE_BY_DK, MEMORY, RIGHT_1, SOLUTIONS_5, WRONG_1, head, learner_message,
+                         notebook)
 
 NO_CUMSUM = '''
 def cumsum_average(x):
@@ -66,6 +67,7 @@ class Kind:
     path: str | bytes = ""  # where it lies in the submissions folder (default: KIND.ipynb)
     flag: str = ""  # what its row's flags must say
     label: str = ""  # its row's submission, when not its path
+    link: str = ""  # a symbolic link to this, not a file
 
 
 def _deep_json() -> str:
@@ -107,14 +109,7 @@ def kinds(batch, port: int, marker: str) -> dict[str, Kind]:
                              "`cumsum_average` of the check cell is not in your notebook (NameError"),
         "right-5": Kind(C5, right_5, 3, "passed"),
         "untouched-5": Kind(C5, notebook(C5), 0, f"not yet implemented: fill in `{name}`"),
-        "d_k-5": Kind(C5, notebook(C5, {**SOLUTIONS_5, "5.3": head(name, '''
-            def forward(self, x):
-                T = x.shape[1]
-                k, q, v = self.key(x), self.query(x), self.value(x)
-                scores = q @ k.transpose(-2, -1) / k.shape[-1]
-                scores = scores.masked_fill(self.tril[:T, :T] == 0, float("-inf"))
-                return torch.softmax(scores, dim=-1) @ v
-            ''')}), 2, "dividing by d_k"),
+        "d_k-5": Kind(C5, notebook(C5, {**SOLUTIONS_5, "5.3": head(name, DIVIDE_BY_DK)}), 2, "dividing by d_k"),
         "fill-100-5": Kind(C5, notebook(C5, {**SOLUTIONS_5, "5.3": head(name, FILL_100)}), 2,
                            learner_message(C5, head("FixedHead", FILL_100), "check_head", "FixedHead")[:40]),
         "zeroes-own-key-5": Kind(C5, notebook(C5, {**SOLUTIONS_5, "5.3": head(name, ZEROES_KEY)}), 2,
@@ -413,6 +408,7 @@ def _limits(subs) -> dict[str, Kind]:
         "formula-name": Kind(C1, "", 0, "the file is empty", path="=HYPERLINK(\"x\").ipynb",
                              label="'=HYPERLINK(\"x\").ipynb"),
         "folder-dot-ipynb": Kind(C1, "", 0, "the file is empty", path=f"carol.ipynb/{C1}.ipynb"),
+        "linked-folder": Kind(C1, "", 0, "the submission is a symbolic link", path="dave", link="alice"),
         "other-release": Kind(C1, other_release, 0, "handed out with release 9.9.9"),
         "odd-json": Kind(C1, json.dumps({**json.loads(right_1), "cells": [
             {"cell_type": "code", "source": 12345}, "x", None, {"cell_type": "code", "source": ["import torch\n", 7]},

@@ -34,6 +34,14 @@ def cumsum_average(x):
     return x.cumsum(dim=1) / x.shape[1]  # divides every position by T
 '''
 SOLUTIONS_5 = {"5.1": "solution", "5.2": "solution", "5.3": "solution"}
+DIVIDE_BY_DK = '''
+def forward(self, x):  # divides the scores by d_k instead of its square root
+    T = x.shape[1]
+    k, q, v = self.key(x), self.query(x), self.value(x)
+    scores = q @ k.transpose(-2, -1) / k.shape[-1]
+    scores = scores.masked_fill(self.tril[:T, :T] == 0, float("-inf"))
+    return torch.softmax(scores, dim=-1) @ v
+'''
 
 
 def notebook(stem: str, answers: dict | None = None, *, first: str = "", last: str = "",

@@ -47,8 +47,11 @@ needs_v020 = pytest.mark.skipif(not HAS_V020, reason="needs release 0.2.0 in thi
 OUTS = {C1: "out", C5: "out-5"}
 
 
-def _place(folder: Path, path: str | bytes, text: str | bytes) -> None:
-    """A kind's file (or folder, for a path ending in /) in the submissions folder."""
+def _place(folder: Path, path: str | bytes, text: str | bytes, link: str = "") -> None:
+    """A kind's file (or folder, for a path ending in /; or a link to ``link``) in the submissions folder."""
+    if link:
+        (folder / path).symlink_to(link)
+        return
     if isinstance(path, bytes):
         with open(os.path.join(os.fsencode(folder), path), "wb") as f:
             f.write(text.encode() if isinstance(text, str) else text)
@@ -100,7 +103,7 @@ def graded(tmp_path_factory):
             judge.remove(old)
         for kind, k in kinds.items():
             if k.chapter == stem:
-                _place(batch.submissions, k.path or f"{kind}.ipynb", k.text)
+                _place(batch.submissions, k.path or f"{kind}.ipynb", k.text, k.link)
         before = _hashes(batch)
         start = time.monotonic()
         lines, status = batch.run(stem, "--seed", str(SEED), "--jobs", "2", "--memory", str(MEMORY / 2**30),
@@ -149,7 +152,7 @@ def test_every_kind_gets_its_expected_row(graded):
                          f"flags {row['flags']!r}:\n{feedback}")
     timing = [f"{stem}: {s:.0f} s for {n} submissions" for stem, (s, n) in seconds.items()]
     print("\n".join(table + timing + [f"largest judge peak: {max(peaks.values())} MiB"]))
-    assert len(kinds) >= 60
+    assert len(kinds) >= 62
     assert not wrong, "\n\n".join(wrong)
 
 
