@@ -21,6 +21,7 @@ import ctypes
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 CANNOT = 77
@@ -94,10 +95,10 @@ def show(folders: list[Path], keep: list[Path]) -> None:
     # the idmapping: a user namespace whose root is nobody outside it (its process only holds it open)
     holder = subprocess.Popen(["unshare", "--user", "sleep", "60"])
     try:
-        for _ in range(200):
+        for _ in range(500):  # until it has made its namespace (unshare, then exec sleep), at most 5 s
             if os.readlink(f"/proc/{holder.pid}/ns/user") != os.readlink("/proc/self/ns/user"):
                 break
-            os.sched_yield()
+            time.sleep(0.01)
         for name in ("uid_map", "gid_map"):
             Path(f"/proc/{holder.pid}/{name}").write_text(f"0 {NOBODY} 1\n")
         userns = os.open(f"/proc/{holder.pid}/ns/user", os.O_RDONLY | os.O_CLOEXEC)
