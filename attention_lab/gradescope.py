@@ -63,11 +63,14 @@ def _reachable() -> None:
 def _judge(spec: dict, package_root: Path, work: Path, job: dict) -> dict:
     """One run of the judge on the submission, under ``spec`` and the package at ``package_root``."""
     grader = work / "grader"
-    if not grader.exists():
-        grader.mkdir(mode=0o755)
+    if not grader.exists():  # modes set, not asked of mkdir: a umask of 077 would keep nobody out
+        grader.mkdir()
+        grader.chmod(0o755)
         for name in GRADER:
             shutil.copyfile(HERE / name, grader / name)
             (grader / name).chmod(0o644)
+        (work / "runs").mkdir()
+        (work / "runs").chmod(0o711)  # nobody enters its own folder in it, made by the judge
     launcher = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--inh-caps=-all",
                 "--bounding-set=-all", "--no-new-privs", "--pdeathsig", "KILL",
                 "prlimit", f"--as={MEMORY}", f"--fsize={FILE_SIZE}", "--core=0", "--",
