@@ -220,8 +220,6 @@ def grade(stem: str, folder: Path, out: Path, *, seed: int, unsandboxed: bool = 
         grader.mkdir()
         for name in GRADER_FILES:
             shutil.copyfile(PACKAGE / name, grader / name)
-        if not unsandboxed:
-            sandbox.probe(ROOT, grader)
         config = {"memory": judge.MEMORY, "timeout": timeout}
         pools = {}
 
@@ -260,7 +258,8 @@ def grade(stem: str, folder: Path, out: Path, *, seed: int, unsandboxed: bool = 
 def _check_solutions(result: dict) -> None:
     wrong = {name: v["message"] for name, v in result.get("verdicts", {}).items() if not v["points"]}
     if result.get("reason") or wrong or not result.get("verdicts"):
-        raise SystemExit("the chapter's own solutions did not get full marks here, so no grade would be right:\n"
+        raise SystemExit("the chapter's own solutions did not get full marks here, so no grade would be right "
+                         "(a reason such as 'the notebook's process died' says the sandbox cannot run here):\n"
                          + "\n".join([result.get("reason", ""), *(f"{n}: {m}" for n, m in wrong.items())]).strip())
 
 

@@ -29,10 +29,6 @@ TMP_SIZE = 128 * 2**20  # bytes the private /tmp may hold (it lives in memory)
 ETC = ("ld.so.cache", "passwd", "group", "nsswitch.conf", "localtime", "fonts", "mime.types")
 
 
-class SandboxError(RuntimeError):
-    """No sandbox can be made here; the message says why and what to do."""
-
-
 def available() -> str | None:
     """None when bubblewrap can sandbox here; else the reason it cannot, in one line."""
     if not sys.platform.startswith("linux"):
@@ -97,14 +93,3 @@ def command(argv: list[str], *, root: Path, grader: Path, memory: int = MEMORY) 
              "--setenv", "IPYTHONDIR", "/tmp/ipython", "--setenv", "OMP_NUM_THREADS", "1",
              "--setenv", "PYTHONDONTWRITEBYTECODE", "1", "--"]
     return [*limits, *bwrap, *argv]
-
-
-def probe(root: Path, grader: Path) -> None:
-    """Make one sandbox that starts Python and imports torch; raise SandboxError, with its output, if none can."""
-    cmd = command([python(), "-s", "-c", "import torch, attention_lab.checks"], root=root, grader=grader)
-    try:
-        done = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
-    except subprocess.TimeoutExpired:
-        raise SandboxError("the sandbox did not start Python within 120 s") from None
-    if done.returncode != 0:
-        raise SandboxError(f"the sandbox does not start Python here:\n{(done.stdout + done.stderr)[-2000:]}")
