@@ -140,7 +140,8 @@ def test_the_autograder_carries_this_release_and_installs_the_tested_versions(bu
     assert f"python={graded_edition.PYTHON_VERSION}" in env["dependencies"]
     # the package is the zip's own copy of this tree's, not a release installed from git
     assert not any("attention_lab" in line for line in pip)
-    assert _zip_text(edition.autograder_zip, "attention_lab/__init__.py") == (ROOT / "attention_lab/__init__.py").read_text()
+    carried = _zip_text(edition.autograder_zip, "attention_lab/__init__.py")
+    assert carried == (ROOT / "attention_lab/__init__.py").read_text()
     assert "otter-grader[grading,plugins]==7.0.0" in pip
     assert "torch==2.13.0" in pip and f"--extra-index-url {graded_edition.TORCH_CPU_INDEX}" in pip
     config = json.loads(_zip_text(edition.autograder_zip, "otter_config.json"))
