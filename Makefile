@@ -31,13 +31,13 @@ book: install vendor
 	@echo "the book is at $(CURDIR)/_build/html/index.html"
 
 # every run shuffles the order of the test files (conftest.py); pytest prints the seed, and
-# `make test TEST_SEED=N` repeats an order
+# `make test TEST_SEED=N` repeats an order; -rs names every skipped test and why (no root, no bubblewrap)
 ifndef TEST_SEED
 TEST_SEED := $(shell od -An -N2 -tu2 /dev/urandom | tr -d ' ')
 endif
 
 test: book $(STAMP7)
-	$(BIN)/python -m pytest -n 2 --dist loadscope --shuffle-modules $(TEST_SEED) --nbval lessons tests
+	$(BIN)/python -m pytest -n 2 --dist loadscope --shuffle-modules $(TEST_SEED) -rs --nbval lessons tests
 	$(MAKE) --no-print-directory test-ipywidgets7
 
 $(STAMP7): tests/requirements-ipywidgets7.txt pyproject.toml

@@ -1,127 +1,134 @@
-"""Grade one submission on Gradescope, with the same two steps as ``course/grade.py``.
+"""Grade one submission on Gradescope with the judge, as ``course/grade.py`` grades a batch.
 
-The graded edition's autograder zip (``course/graded_edition.py``) runs this as root in the grading
-container, one container per submission:
+The graded edition's autograder zip (``course/graded_edition.py``) carries this package and runs this as
+root in the grading container, one container per submission:
 
     python -m attention_lab.gradescope [/autograder]
 
-1. The notebook in ``submission/`` is refused with a one-line reason if it is not this chapter's graded
-   notebook (:func:`attention_lab.judge.validate`).
-2. It runs (:mod:`attention_lab.observe`) as the unprivileged user ``nobody``, with no capabilities, in
-   a new session, limited in address space, file size and time: it can write only its own empty folder
-   and ``/tmp``, not the installed packages, this module, the spec or the results.
-3. Its observations are copied into a folder only root can read, then judged
-   (:mod:`attention_lab.judge`) in a new Python process that never ran the submission's code.
-4. ``results/results.json`` gets one test per graded exercise, named "Exercise N.k", with its point and
-   its check's message.
+1. The judge (:mod:`attention_lab.judge`) runs as root, in its own process under its memory limit, with
+   the zip's ``grading_spec.json`` (the questions, the seed, the time limit, the release), which it
+   first makes readable by root only.
+2. It starts the notebook (:mod:`attention_lab.observe`) as the unprivileged user ``nobody``, with no
+   capabilities, in a new session, limited in address space, file size and time, and killed with the
+   judge. It can write only its own empty folder and ``/tmp``, not the package, the spec, the judge's
+   files or the results; it only answers the judge's calls of its code over a socket.
+3. ``results/results.json`` gets one test per graded exercise, named "Exercise N.k", with its point and
+   its check's message. A v0.2.0 handout (no release mark) is graded by v0.2.0's rules when the zip
+   carries them (``releases/v0.2.0/``), and says so; a notebook of another release is refused in one
+   line that names both releases.
 
-The container is the sandbox here (Gradescope starts a fresh one for each submission and removes it after):
-what ``nobody`` leaves running cannot write the results, and dies with the container.
+The container is the sandbox here (Gradescope starts a fresh one for each submission and removes it after).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from attention_lab import judge
-
 SPEC = "grading_spec.json"  # written into the zip's source/ folder by course/graded_edition.py
 NOBODY = 65534
 MEMORY = 4 * 2**30
-FILE_SIZE = 512 * 2**20
-TIMEOUT = 120.0  # seconds: a container is slower than a laptop, and chapter 6 trains a model
+FILE_SIZE = 256 * 2**20
+GRADER = ("judge.py", "observe.py", "remote.py", "wire.py")
+HERE = Path(__file__).resolve().parent
 
 
-def _results(spec: dict, verdicts: dict, reason: str = "") -> dict:
+def _results(spec: dict, verdicts: dict, reason: str = "", note: str = "") -> dict:
     tests = []
     for q in spec["questions"]:
         v = verdicts.get(q["name"], {"points": 0, "message": reason})
         tests.append({"name": q["name"], "score": v["points"], "max_score": q["points"],
                       "output": v["message"], "visibility": "visible"})
     out = {"tests": tests, "score": sum(t["score"] for t in tests)}
-    if reason:
-        out["output"] = f"Not graded: {reason}"
+    lines = [f"Graded by the rules of release {spec.get('release', '?')}.", note,
+             reason and f"Not graded in full: {reason}"]
+    out["output"] = "\n".join(line for line in lines if line)
     return out
-
-
-def _observe(notebook: Path, spec_file: Path, work: Path) -> None:
-    """Run the submission as nobody; raise Refused when it dies or runs out of time."""
-    inbox, outbox = work / "in", work / "out"
-    inbox.mkdir()
-    outbox.mkdir()
-    shutil.copyfile(notebook, inbox / "submission.ipynb")
-    shutil.copyfile(spec_file, inbox / "spec.json")
-    for path in (work, inbox, inbox / "submission.ipynb", inbox / "spec.json"):
-        path.chmod(0o755 if path.is_dir() else 0o644)
-    os.chown(outbox, NOBODY, NOBODY)
-    home = Path(tempfile.mkdtemp(prefix="home-"))
-    os.chown(home, NOBODY, NOBODY)
-    cmd = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--inh-caps=-all",
-           "--bounding-set=-all", "--no-new-privs",
-           "prlimit", f"--as={MEMORY}", f"--fsize={FILE_SIZE}", "--core=0", "--",
-           sys.executable, "-s", "-m", "attention_lab.observe",
-           str(inbox / "submission.ipynb"), str(inbox / "spec.json"), str(outbox)]
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(home), "MPLBACKEND": "Agg", "OMP_NUM_THREADS": "1",
-           "PYTHONPATH": os.environ.get("PYTHONPATH", "")}
-    with open(work / "log.txt", "wb") as log:
-        process = subprocess.Popen(cmd, cwd=home, env=env, stdin=subprocess.DEVNULL, stdout=log,
-                                   stderr=subprocess.STDOUT, start_new_session=True)
-        try:
-            status = process.wait(timeout=TIMEOUT)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, 9)
-            process.wait()
-            raise judge.Refused(f"timed out: still running after {TIMEOUT:.0f} s (an endless loop?)") from None
-    if status != 0:
-        raise judge.Refused(f"the notebook's process died (exit status {status}) before its answers were recorded")
 
 
 def _reachable() -> None:
     """Let ``nobody`` reach this Python: Gradescope's lives under /root (mode 700); give its folders the
     traverse bit (o+x, not read) on the way. Run only in the container, which is thrown away afterwards."""
-    for path in {Path(sys.executable).resolve(), Path(sys.prefix).resolve(), Path(judge.__file__).resolve()}:
+    for path in {Path(sys.executable).resolve(), Path(sys.prefix).resolve(), HERE}:
         for folder in path.parents:
             mode = folder.stat().st_mode
             if not mode & 0o001:
                 folder.chmod(mode | 0o001)
 
 
+def _judge(spec: dict, package_root: Path, work: Path, job: dict) -> dict:
+    """One run of the judge on the submission, under ``spec`` and the package at ``package_root``."""
+    grader = work / "grader"
+    if not grader.exists():  # modes set, not asked of mkdir: a umask of 077 would keep nobody out
+        grader.mkdir()
+        grader.chmod(0o755)
+        for name in GRADER:
+            shutil.copyfile(HERE / name, grader / name)
+            (grader / name).chmod(0o644)
+        (work / "runs").mkdir()
+        (work / "runs").chmod(0o711)  # nobody enters its own folder in it, made by the judge
+    launcher = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--inh-caps=-all",
+                "--bounding-set=-all", "--no-new-privs", "--pdeathsig", "KILL",
+                "prlimit", f"--as={MEMORY}", f"--fsize={FILE_SIZE}", "--core=0", "--",
+                sys.executable, "-s", "-u", str(grader / "observe.py"), "{fd}"]
+    env = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "MPLBACKEND": "Agg", "OMP_NUM_THREADS": "1",
+           "PYTHONPATH": str(package_root), "PYTHONDONTWRITEBYTECODE": "1"}
+    config = work / f"judge-{len(list(work.glob('judge-*')))}.json"
+    config.write_text(json.dumps({"spec": spec, "release": {"rules": spec.get("rules"), "name": spec.get("release")},
+                                  "launcher": launcher, "env": env, "scratch": str(work / "runs"), "owner": NOBODY}))
+    config.chmod(0o600)
+    done = subprocess.run([sys.executable, "-s", str(grader / "judge.py"), str(config)], input=json.dumps(job) + "\n",
+                          capture_output=True, text=True, cwd=work, timeout=float(spec.get("timeout", 120)) + 600,
+                          env={"PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1", "PYTHONPATH": str(package_root),
+                               "PYTHONDONTWRITEBYTECODE": "1"})
+    if done.returncode != 0 or not done.stdout.strip():
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1][:160]
+        return {"verdicts": {},
+                "reason": f"the judge stopped on this submission (exit status {done.returncode}: {last})"}
+    return json.loads(done.stdout.splitlines()[-1])
+
+
 def grade(root: Path) -> dict:
     """The results of the one submission under ``root`` (Gradescope's ``/autograder``)."""
-    spec_file = root / "source" / SPEC
-    spec = json.loads(spec_file.read_text(encoding="utf-8"))
-    notebooks = sorted((root / "submission").glob("*.ipynb"))
+    source = root / "source"
+    for folder in (root, source, *source.glob("releases"), *source.glob("releases/*")):
+        folder.chmod(folder.stat().st_mode | 0o001)  # nobody passes through to the package
+    for package in [source / "attention_lab", *source.glob("releases/*/attention_lab")]:
+        for path in [package, *package.rglob("*")]:  # nobody reads the package, whatever the zip's modes
+            path.chmod(path.stat().st_mode | (0o555 if path.is_dir() else 0o444))
+    for spec_file in [source / SPEC, *source.glob(f"releases/*/{SPEC}")]:
+        spec_file.chmod(0o600)  # the seed is for the judge only
+    spec = json.loads((source / SPEC).read_text(encoding="utf-8"))
+    notebooks = sorted(p for p in (root / "submission").glob("*.ipynb") if p.is_file() and not p.is_symlink())
     if len(notebooks) != 1:
         return _results(spec, {}, f"expected one notebook, {spec['chapter']}.ipynb, in the submission; "
                                   f"got {len(notebooks)}")
-    with tempfile.TemporaryDirectory(prefix="grading-") as tmp:
-        work = Path(tmp)
-        work.chmod(0o755)
-        try:
-            judge.validate(notebooks[0], spec["chapter"])
-            _observe(notebooks[0], spec_file, work)
-        except judge.Refused as exc:
-            return _results(spec, {}, str(exc))
-        kept = work / "kept"  # root's copy: nothing of nobody's can change it while it is judged
-        kept.mkdir(mode=0o700)
-        for name in (judge.OBSERVATIONS, judge.TENSORS):
-            source = work / "out" / name
-            if source.is_file() and not source.is_symlink():
-                shutil.copyfile(source, kept / name)
-        empty = Path(tempfile.mkdtemp(prefix="judge-", dir=work))
-        result = subprocess.run([sys.executable, "-s", "-m", "attention_lab.judge", str(spec_file), str(kept)],
-                                capture_output=True, text=True, cwd=empty, timeout=600,
-                                env={"PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1",
-                                     "PYTHONPATH": os.environ.get("PYTHONPATH", "")})
-        if result.returncode != 0:
-            return _results(spec, {}, "its observations could not be judged")
-        return _results(spec, json.loads(result.stdout)[0])
+    work = Path(tempfile.mkdtemp(prefix="grading-"))
+    try:
+        work.chmod(0o711)  # nobody may pass through to its files, not list or read the rest
+        job = {"n": 0, "path": str(notebooks[0])}
+        result = _judge(spec, source, work, job)
+        if "route" not in result:
+            return _results(spec, result.get("verdicts", {}), result.get("reason", ""))
+        older = source / "releases" / "v0.2.0"
+        if result["route"] is None and (older / SPEC).is_file():
+            old = json.loads((older / SPEC).read_text(encoding="utf-8"))
+            result = _judge(old, older, work, {**job, "force": True})
+            return _results(old, result.get("verdicts", {}), result.get("reason", ""),
+                            "This is a v0.2.0 handout (it carries no release mark): graded by v0.2.0's rules.")
+        if result["route"] is None:
+            result = _judge(spec, source, work, {**job, "force": True})
+            return _results(spec, result.get("verdicts", {}), result.get("reason", ""),
+                            "This is a v0.2.0 handout (it carries no release mark): graded by this release's rules.")
+        other = str(result["route"].get("release"))[:60]
+        return _results(spec, {}, f"this notebook was handed out with release {other}; this autograder is release "
+                                  f"{spec.get('release')}: upload that release's autograder, or use make grade")
+    finally:
+        subprocess.run(["rm", "-rf", "--one-file-system", "--", str(work)], check=False)
 
 
 def main(argv: list[str] | None = None) -> int:

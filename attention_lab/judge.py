@@ -1,417 +1,348 @@
-"""Verdicts on recorded observations: the graded checks, judged where the submission's code never ran.
+"""The judge: grades submitted notebooks with the chapter's checks, run in its own process.
 
-Used by ``course/grade.py`` (``make grade``) (and the Gradescope autograder it writes). Grading a submission takes two
-processes:
+Started by ``course/grade.py`` (``make grade``) and by ``attention_lab/gradescope.py``, one process per
+batch (or per few submissions, when one crashes it), under its own limits (memory, the size of what it
+reads, a time limit per submission):
 
-1. :mod:`attention_lab.observe`, in a sandbox, runs the submitted notebook and then every graded check
-   on the notebook's answers, with the batch's seed. It writes down *observations* only: for each call
-   the check made of the learner's code, a digest of the inputs and what came back (tensors, strings,
-   modules as their parameters and buffers), and the learner's own modules before and after.
-2. This module, in a clean process with an untouched torch, calls the same checks (a :func:`checks.fresh`
-   copy, strict, same seed) with one change: the step that runs the learner's code, ``checks._run``,
-   looks the answer up among the observations instead. Everything else, the inputs, the references in
-   float64, the mistakes and their messages, is the checks' own code, run here.
+    python judge.py CONFIG.json     # then one JSON line per submission on stdin, one result line out
 
-A digest that matches none of the recorded ones (the submission changed what it records, or never got to
-that check) gives no answer and the exercise no point. Whatever the submission does to its own process
-(patching torch, the checks, ``sys.modules``, files in its folder) changes only what it hands out: the
-answers its code gave. Tensors are read back with ``torch.load(weights_only=True)``, everything else is
-JSON.
-
-    python -m attention_lab.judge SPEC.json OBSERVATIONS_DIR...    # prints a list of verdicts as JSON
+For each submission it reads the notebook (:func:`validate`: nothing of it runs here), starts the
+sandboxed process (:mod:`attention_lab.observe`, by the command the config gives: bubblewrap, or
+``nobody`` on Gradescope) and sends it the notebook's code cells, which it runs. After the cell that
+calls an exercise's check (or at the end) the judge calls that check here, strict, with the batch's
+seed, which never leaves this process: every input is drawn here, and each call the check makes of the
+learner's code goes to the notebook and back (:mod:`attention_lab.remote`, over
+:mod:`attention_lab.wire`, never a pickle). So the notebook can change what its code returns, as any
+code can, but not the inputs, the references, the comparison or the verdict. What it reports of *how*
+its code computed (the torch calls ``checks._Watch`` saw) it could forge, so that is not graded: an
+answer that fails only on how (no cumsum, one call per head) is judged again with every method
+requirement met and gets its point, its feedback still naming the method. The notebook's time counts
+only while the judge waits for it. CONTRIBUTING.md ("Graded editions") has the rest.
 """
 
 from __future__ import annotations
 
-import collections
-import hashlib
 import json
-import math
+import os
+import re
+import resource
+import signal
+import socket
+import stat
+import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import torch
-import torch.nn as nn
 
-OBSERVATIONS = "observations.json"
-TENSORS = "tensors.pt"
+if __package__:
+    from . import remote, wire
+else:  # a script beside wire.py and remote.py, with a release's own attention_lab on the path
+    import remote
+    import wire
+
 MAX_NOTEBOOK = 20 * 2**20  # bytes: a larger notebook is not read
-MAX_BYTES = 256 * 2**20  # what a judge reads of a submission's observations at most
-MAX_ITEMS = 10_000  # elements of a list, or names of a module, that an observation may hold
-FAILED_NUMEL = 10**8  # largest tensor a recorded failure may describe (it is rebuilt on the meta device)
+RECEIVED = 512 * 2**20  # bytes of tensors one submission may hand the judge in all
+MEMORY = 3 * 2**30  # bytes of address space for the judge's own process
+LOG_TAIL = 64 * 1024  # bytes of what a notebook prints kept for the log (its end)
+MARK = "attention_lab"  # the notebook metadata that names the release a graded edition belongs to
+JudgeError = remote.JudgeError
 
 
 class Refused(Exception):
     """A submission that cannot be graded at all; the message is its row's reason, in one line."""
 
 
-class JudgeError(Exception):
-    """The observations cannot answer what the check asks; the message says why, for the feedback."""
-
-
 # ---------------------------------------------------------------------------------------------------
 # the submission as a file, before it runs
 
 
-def validate(path: Path, stem: str) -> None:
-    """Raise :class:`Refused` for a file that is not the graded notebook of chapter ``stem``: too large,
-    empty, not JSON, not a notebook, no code, or another chapter's (its ``otter.assignment_name``).
-    Nothing of the file runs here."""
-    if path.stat().st_size > MAX_NOTEBOOK:
+def validate(path: Path, stem: str) -> tuple[list[str], dict | None]:
+    """The code cells of the graded notebook of chapter ``stem`` at ``path``, and its release mark (None
+    for a handout of v0.2.0, which carried none); :class:`Refused` for anything else: not a regular
+    file, too large, empty, not JSON, not a notebook, another chapter's. Nothing of the file runs."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as exc:
+        raise Refused(f"the submission cannot be opened ({exc.strerror})") from None
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise Refused("the submission is not a regular file: hand in the notebook itself")
+        data = f.read(MAX_NOTEBOOK + 1)
+    if len(data) > MAX_NOTEBOOK:
         raise Refused(f"the notebook is larger than {MAX_NOTEBOOK // 2**20} MB")
-    if path.stat().st_size == 0:
+    if not data:
         raise Refused("the file is empty: hand in the notebook after saving it")
     try:
-        nb = json.loads(path.read_bytes().decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        nb = json.loads(data.decode("utf-8"))
+    except RecursionError:
+        raise Refused("not a readable notebook: its JSON is nested too deep") from None
+    except (UnicodeDecodeError, ValueError) as exc:
         raise Refused(f"not a readable notebook: the file is not JSON ({exc.__class__.__name__} at "
                       f"{getattr(exc, 'pos', '?')})") from None
     if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list) or nb.get("nbformat") != 4:
         raise Refused("not a Jupyter notebook (version 4): no list of cells")
-    cells = [c for c in nb["cells"] if isinstance(c, dict)]
-    if not any(c.get("cell_type") == "code" for c in cells):
+    cells = [c for c in nb["cells"] if isinstance(c, dict) and c.get("cell_type") == "code"]
+    if not cells:
         raise Refused("the notebook has no code cells")
     metadata = nb.get("metadata") if isinstance(nb.get("metadata"), dict) else {}
     otter = metadata.get("otter") if isinstance(metadata.get("otter"), dict) else {}
     named = otter.get("assignment_name")
     if named != stem:
         if isinstance(named, str) and named:
-            raise Refused(f"wrong chapter: this is the graded notebook of {named}, not of {stem}")
+            raise Refused(f"wrong chapter: this is the graded notebook of {named[:80]}, not of {stem}")
         raise Refused(f"not the graded notebook of {stem} (its metadata names no graded chapter): hand in "
                       f"graded/{stem}/student/{stem}.ipynb with your answers")
+    mark = metadata.get(MARK, {}).get("graded") if isinstance(metadata.get(MARK), dict) else None
+    mark = {k: str(v)[:100] for k, v in mark.items() if k in ("release", "rules")} if isinstance(mark, dict) else None
+    sources = ["".join(map(str, s)) if isinstance(s := c.get("source", ""), list) else str(s) for c in cells]
+    return sources, mark
+
+
+def _called(source: str) -> set[str]:
+    """The names of the checks a cell calls."""
+    return set(re.findall(r"\b(check_\w+)\s*\(", source))
 
 
 # ---------------------------------------------------------------------------------------------------
-# digests: the same inputs on both sides give the same digest
+# the sandboxed notebook
 
 
-def digest(value) -> str:
-    """A sha256 of ``value``: tensors by dtype, shape and bytes, modules by type and state, lists and
-    dicts by their items, strings and numbers by value; another object by its type's name only."""
-    h = hashlib.sha256()
-    _feed(h, value, 0)
-    return h.hexdigest()
+class Clock:
+    """The notebook's own time: only the seconds the judge waits for it count."""
+
+    def __init__(self, limit: float):
+        self.limit, self.used = limit, 0.0
+
+    def left(self) -> float:
+        return self.limit - self.used
+
+    def spent(self, seconds: float) -> None:
+        self.used += seconds
 
 
-def _feed(h, value, depth: int) -> None:
-    if depth > 20:
-        raise JudgeError("inputs nested more than 20 deep")
-    if isinstance(value, torch.Tensor):
-        t = value.detach().cpu().contiguous()
-        h.update(f"T{t.dtype}{tuple(t.shape)}".encode())
-        h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b"")
-    elif isinstance(value, nn.Module):
-        h.update(f"M{type(value).__name__}".encode())
-        for name, t in sorted(value.state_dict().items()):
-            h.update(name.encode())
-            _feed(h, t, depth + 1)
-    elif isinstance(value, (list, tuple)):
-        h.update(f"L{type(value).__name__}{len(value)}".encode())
-        for item in value:
-            _feed(h, item, depth + 1)
-    elif isinstance(value, dict):
-        h.update(f"D{len(value)}".encode())
-        for key in sorted(value, key=repr):
-            h.update(repr(key).encode())
-            _feed(h, value[key], depth + 1)
-    elif value is None or isinstance(value, (bool, int, float, str)):
-        h.update(f"V{type(value).__name__}{value!r}".encode())
-    else:
-        h.update(f"O{type(value).__name__}".encode())
+class Tail(threading.Thread):
+    """Reads what the notebook prints and keeps its last :data:`LOG_TAIL` bytes."""
+
+    def __init__(self, stream):
+        super().__init__(daemon=True)
+        self.stream, self.kept, self.total = stream, bytearray(), 0
+        self.start()
+
+    def run(self):
+        while chunk := self.stream.read1(65536):
+            self.total += len(chunk)
+            self.kept += chunk
+            del self.kept[:-LOG_TAIL]
+
+    def text(self) -> str:
+        self.join(timeout=2)
+        cut = f"[{self.total - len(self.kept):,} bytes before these left out]\n" if self.total > len(self.kept) else ""
+        return cut + self.kept.decode("utf-8", "replace")
 
 
-# ---------------------------------------------------------------------------------------------------
-# observations, as data: what the recording side writes and this side reads back
+class Notebook:
+    """The sandboxed process that runs one notebook, and the judge's end of its socket."""
 
+    def __init__(self, config: dict, clock: Clock, scratch: Path):
+        ours, theirs = socket.socketpair()
+        cmd = [str(a).replace("{fd}", str(theirs.fileno())) for a in config["launcher"]]
+        self.process = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                        stderr=subprocess.STDOUT, pass_fds=(theirs.fileno(),), cwd=scratch,
+                                        env=config.get("env"), start_new_session=True)
+        theirs.close()
+        self.socket, self.log = ours, Tail(self.process.stdout)
+        self.channel = wire.Channel(ours, budget=RECEIVED, clock=clock)
 
-class Recording:
-    """What one submission hands out: JSON-able entries, tensors by key, modules by handle."""
+    def ask(self, message: dict) -> tuple[dict, list]:
+        self.channel.send(message)
+        return self.channel.receive()
 
-    def __init__(self):
-        self.tensors: dict[str, torch.Tensor] = {}
-        self.handles: dict[int, int] = {}  # id(learner's object) -> handle
-        self.objects: list = []  # keeps every handled object alive, so ids stay unique
+    def end(self, graceful: bool) -> int | None:
+        """Stop the process (and everything it started): asked to, when it still answers, else at once."""
+        status = None
+        try:
+            if graceful:
+                self.channel.send({"op": "exit"})
+                status = self.process.wait(timeout=10)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.process.wait()
+        self.socket.close()
+        return status if status is not None else self.process.returncode
 
-    def tensor(self, t: torch.Tensor) -> dict:
-        key = f"t{len(self.tensors)}"
-        self.tensors[key] = t.detach().as_subclass(torch.Tensor).cpu().clone()
-        return {"kind": "tensor", "key": key}
-
-    def handle(self, obj) -> int:
-        if id(obj) not in self.handles:
-            self.handles[id(obj)] = len(self.handles)
-            self.objects.append(obj)
-        return self.handles[id(obj)]
-
-    def encode(self, value, depth: int = 0):
-        """``value`` as an observation: tensors, modules (a snapshot of their state), callables (a
-        handle, for the calls recorded under it), plain values, lists and dicts of those."""
-        if depth > 20:
-            return {"kind": "other", "type": "deeply nested object"}
-        if isinstance(value, torch.Tensor):
-            return self.tensor(value)
-        if isinstance(value, nn.Module):
-            return {"kind": "module", "handle": self.handle(value), "state": self.snapshot(value)}
-        if value is None or isinstance(value, (bool, int, float, str)):
-            return {"kind": "value", "value": value}
-        if isinstance(value, (list, tuple)):
-            return {"kind": type(value).__name__ if type(value) in (list, tuple) else "list",
-                    "items": [self.encode(v, depth + 1) for v in list(value)[:MAX_ITEMS]]}
-        if isinstance(value, dict) and all(isinstance(k, str) for k in value):
-            return {"kind": "dict", "items": {k: self.encode(v, depth + 1) for k, v in list(value.items())[:MAX_ITEMS]}}
-        if callable(value):
-            return {"kind": "callable", "handle": self.handle(value), "name": _name(value)}
-        return {"kind": "other", "type": type(value).__name__}
-
-    def snapshot(self, module: nn.Module, depth: int = 0) -> dict:
-        """A module's type, its parameters, buffers and tensor attributes, and its children, recursively."""
-        own = vars(module)
-        params, buffers = module._parameters, module._buffers
-        state = {
-            "type": type(module).__name__,
-            "linear": ([int(module.in_features), int(module.out_features)]
-                       if isinstance(module, nn.Linear) else None),
-            "params": {n: (None if p is None else {**self.tensor(p), "grad": bool(p.requires_grad)})
-                       for n, p in list(params.items())[:MAX_ITEMS]},
-            "buffers": {n: (None if b is None else self.tensor(b)) for n, b in list(buffers.items())[:MAX_ITEMS]},
-            "attrs": {n: self.tensor(v) for n, v in list(own.items())[:MAX_ITEMS]
-                      if isinstance(v, torch.Tensor) and not n.startswith("_")},
-            "children": ({n: self.snapshot(c, depth + 1) for n, c in list(module._modules.items())[:MAX_ITEMS]
-                          if c is not None} if depth < 8 else {}),
-        }
-        return state
-
-
-def _name(obj) -> str:
-    return str(getattr(obj, "__name__", None) or type(obj).__name__)
-
-
-def read(folder: Path) -> tuple[dict, dict]:
-    """The observations a sandbox wrote into ``folder``: (entries, tensors), refused when too large."""
-    paths = [folder / OBSERVATIONS, folder / TENSORS]
-    for path in paths:
-        if not path.is_file() or path.is_symlink():
-            raise JudgeError("the submission handed out no observations: it stopped before its answers were "
-                             "recorded")
-        if path.stat().st_size > MAX_BYTES:
-            raise JudgeError(f"the submission's observations are larger than {MAX_BYTES // 2**20} MB")
-    entries = json.loads(paths[0].read_text(encoding="utf-8"))
-    tensors = torch.load(paths[1], weights_only=True, map_location="cpu")
-    if not isinstance(entries, dict) or not isinstance(tensors, dict):
-        raise JudgeError("the submission's observations are not in the recorded format")
-    return entries, tensors
-
-
-class _Replayed(nn.Module):
-    """A learner's module rebuilt from its snapshot: its state, never its code."""
-
-    _replay_handle = None
-
-    def forward(self, *args, **kwargs):
-        raise JudgeError("the check called a module outside the recorded calls")
-
-
-class Replay:
-    """Turns observations back into objects for the checks, and answers their calls from the record."""
-
-    def __init__(self, tensors: dict, calls: dict):
-        self.tensors = tensors
-        self.calls = {int(h): collections.deque(entries) for h, entries in calls.items()}
-
-    def tensor(self, entry) -> torch.Tensor:
-        t = self.tensors.get(entry.get("key"))
-        if not isinstance(t, torch.Tensor):
-            raise JudgeError("an observation names a tensor that was not handed out")
-        return t
-
-    def decode(self, entry, depth: int = 0):
-        if not isinstance(entry, dict) or depth > 20:
-            raise JudgeError("an observation is not in the recorded format")
-        kind = entry.get("kind")
-        if kind == "tensor":
-            return self.tensor(entry).clone()
-        if kind == "value":
-            return entry["value"]
-        if kind in ("list", "tuple"):
-            items = [self.decode(e, depth + 1) for e in entry["items"]]
-            return items if kind == "list" else tuple(items)
-        if kind == "dict":
-            return {k: self.decode(e, depth + 1) for k, e in entry["items"].items()}
-        if kind == "module":
-            module = self.module(entry["state"])
-            module._replay_handle = int(entry["handle"])
-            return module
-        if kind == "callable":
-            return self.function(int(entry["handle"]), str(entry.get("name", "answer")))
-        return type(str(entry.get("type", "object")), (), {})()  # its type's name, for the message
-
-    def function(self, handle: int, name: str):
-        def answer(*args, **kwargs):
-            raise JudgeError("the check called the answer outside the recorded calls")
-
-        answer.__name__ = answer.__qualname__ = name
-        answer._replay_handle = handle
-        return answer
-
-    def module(self, state: dict, depth: int = 0) -> nn.Module:
-        if depth > 8:
-            raise JudgeError("modules nested more than 8 deep")
-        if state.get("linear") is not None:
-            module = nn.Linear.__new__(nn.Linear)  # no initialisation: it would draw random numbers
-            nn.Module.__init__(module)
-            module.in_features, module.out_features = (int(n) for n in state["linear"])
-        else:
-            module = type(str(state.get("type", "Module")), (_Replayed,), {})()
-        for name, p in state.get("params", {}).items():
-            module.register_parameter(name, None if p is None else nn.Parameter(self.tensor(p).clone(),
-                                                                              requires_grad=bool(p.get("grad"))))
-        for name, b in state.get("buffers", {}).items():
-            module.register_buffer(name, None if b is None else self.tensor(b).clone())
-        for name, a in state.get("attrs", {}).items():
-            if not hasattr(module, name):
-                object.__setattr__(module, name, self.tensor(a).clone())
-        for name, child in state.get("children", {}).items():
-            module.add_module(name, self.module(child, depth + 1))
-        return module
-
-    def take(self, fn, args) -> dict:
-        handle = getattr(fn, "_replay_handle", None)
-        entries = self.calls.get(handle) if handle is not None else None
-        if entries is None:
-            raise JudgeError(f"no answer of `{_name(fn)}` was recorded")
-        key = digest(list(args))
-        for i, entry in enumerate(entries):
-            if entry.get("digest") == key:
-                del entries[i]
-                return entry
-        raise JudgeError(f"no answer of `{_name(fn)}` was recorded for the inputs the grader chose: the "
-                         f"submission did not reach this check, or changed what it recorded")
-
-
-def _exception(outcome: dict) -> Exception:
-    """The learner's exception, by its name and message (its class and code stay behind)."""
-    message = str(outcome.get("message", ""))
-    cls = type(str(outcome.get("type", "Exception")), (Exception,), {"__str__": lambda self: message})
-    return cls(message)
-
-
-def _watch(graded, seen: dict):
-    """The checks' record of the learner's torch calls (``checks._Watch``), filled from the observation."""
-    watch = graded._Watch()
-    watch.calls = collections.Counter({str(k): int(v) for k, v in dict(seen.get("calls", {})).items()})
-    watch.sdpa_axes = [int(n) for n in seen.get("sdpa_axes", [])]
-    watch.reversed = tuple(int(n) for n in seen["reversed"]) if seen.get("reversed") else None
-    failed = seen.get("failed")
-    if failed:
-        tensors = []
-        for t in failed.get("tensors", [])[:16]:
-            shape = [int(n) for n in t["shape"]]
-            dtype = getattr(torch, str(t["dtype"]).removeprefix("torch."), None)
-            if isinstance(dtype, torch.dtype) and math.prod(shape) <= FAILED_NUMEL:
-                tensors.append(torch.empty(shape, dtype=dtype, device="meta"))
-        watch.failed = graded._Call(str(failed.get("name", "")), tuple(tensors))
-    return watch
-
-
-def replaying_run(graded, replay: Replay):
-    """A stand-in for ``checks._run(fn, *args)``: the learner's recorded (result, exception, watch)."""
-
-    def run(fn, *args):
-        entry = replay.take(fn, args)
-        outcome = entry.get("outcome", {})
-        if outcome.get("kind") == "not-implemented":
-            raise graded._NotYetImplemented(graded._name(fn))
-        if outcome.get("kind") == "helper-stub" and hasattr(graded, "_HelperStub"):
-            raise graded._HelperStub(str(outcome.get("helper")), NotImplementedError(str(outcome.get("message"))))
-        watch = _watch(graded, entry.get("watch", {}))
-        if outcome.get("kind") == "raised":
-            return None, _exception(outcome), watch
-        if outcome.get("kind") != "returned":
-            raise JudgeError(f"`{_name(fn)}` did not return: {outcome.get('message', 'it stopped the process')}")
-        with torch.random.fork_rng(devices=[]):  # rebuilding a module draws nothing from the check's stream
-            return replay.decode(outcome.get("value")), None, watch
-
-    return run
+    def last_line(self) -> str:
+        lines = [line for line in self.log.text().splitlines() if line.strip()]
+        return lines[-1][:160] if lines else "no output"
 
 
 # ---------------------------------------------------------------------------------------------------
 # the verdicts
 
 
-def judge_check(entry: dict, tensors: dict, seed: int) -> tuple[bool, str]:
-    """One recorded check call: (passed, message). The check runs here, strict, on the recorded answers."""
+def run_check(session: remote.Session, name: str, args: list, seed: int) -> tuple[bool, str]:
+    """One check, strict, on the notebook's answers: (passed, message). The method is not graded."""
     from attention_lab import checks
 
-    graded = checks.fresh()
-    graded.SEED = seed
-    replay = Replay(tensors, entry.get("calls", {}))
-    graded._run = replaying_run(graded, replay)
-    check = getattr(graded, str(entry.get("check")), None)
-    if check is None or not str(entry.get("check")).startswith("check_"):
-        return False, f"no check named {entry.get('check')!r}"
-    args = [replay.decode(a) for a in entry.get("arguments", [])]
-    try:
-        check(*args, strict=True)
-    except graded.CheckFailed as failed:
-        return False, str(failed)
-    except JudgeError as exc:
-        return False, str(exc)
-    changed = [h for h, before in entry.get("before", {}).items() if entry.get("after", {}).get(h) != before]
-    if changed:
-        return False, ("your module changed its own parameters or buffers while the check ran it; a head "
-                       "computes its output from its weights and leaves them as they are")
-    return True, "passed"
-
-
-def judge(folder: Path, spec: dict) -> dict:
-    """Every graded exercise of ``spec`` (chapter, seed, questions) judged on the observations in ``folder``.
-
-    Returns ``{"Exercise N.k": {"points": 0 or 1, "message": ...}}``; an exercise with no observation, or
-    observations not in the recorded format, scores 0 with the reason as its message.
-    """
-    seed = int(spec["seed"])
-    try:
-        entries, tensors = read(folder)
-    except JudgeError as exc:
-        return {q["name"]: {"points": 0, "message": str(exc)} for q in spec["questions"]}
-    except Exception as exc:  # noqa: BLE001 - a file the submission wrote may be anything
-        return {q["name"]: {"points": 0, "message": f"the submission's observations could not be read "
-                                                     f"({type(exc).__name__})"} for q in spec["questions"]}
-    recorded = entries.get("questions", {}) if entries.get("seed") == seed else {}
-    verdicts = {}
-    for q in spec["questions"]:
-        calls = recorded.get(q["number"])
-        if not isinstance(calls, list) or len(calls) != len(q["checks"]):
-            verdicts[q["name"]] = {"points": 0, "message": "no answer was recorded: the notebook stopped "
-                                                           "before this exercise's check, or lost its cells"}
+    first = None
+    for blind in (False, True):
+        graded = checks.fresh()
+        graded.SEED = seed
+        graded._run = session.run
+        session.graded, session.blind = graded, blind
+        check = getattr(graded, name, None)
+        if check is None or not name.startswith("check_"):
+            return False, f"no check named {name!r}"
+        try:
+            check(*args, strict=True)
+            session.check_channel()
+        except graded.CheckFailed as failed:
+            session.check_channel()  # a broken channel, even one a check swallowed, ends the submission
+            if first is not None:
+                return False, first
+            first = str(failed)
             continue
-        messages, passed = [], True
-        for want, entry in zip(q["checks"], calls):
-            if not isinstance(entry, dict) or entry.get("check") != want["name"]:
-                ok, message = False, "the recorded answer is for another check"
-            else:
-                try:
-                    ok, message = judge_check(entry, tensors, seed)
-                except JudgeError as exc:
-                    ok, message = False, str(exc)
-                except Exception as exc:  # noqa: BLE001 - a malformed observation is the submission's loss
-                    ok, message = False, f"the recorded answer could not be judged ({type(exc).__name__}: {exc})"
-            passed &= ok
-            messages.append(message)
-        verdicts[q["name"]] = {"points": int(passed) * int(q.get("points", 1)),
-                               "message": "\n".join(messages)}
-    return verdicts
+        except JudgeError as exc:
+            return False, first or str(exc)
+        except wire.WireError:
+            raise
+        except (MemoryError, RuntimeError) as exc:
+            if isinstance(exc, MemoryError) or "alloc" in str(exc):
+                return False, first or (f"the grader ran out of memory judging this answer (its limit is "
+                                        f"{MEMORY // 2**30} GB): are its inputs larger than the chapter's?")
+            return False, first or f"the check could not judge this answer (RuntimeError: {str(exc)[:300]})"
+        except Exception as exc:  # noqa: BLE001 - a check meeting an answer it was not written for
+            return False, first or f"the check could not judge this answer ({type(exc).__name__}: {str(exc)[:300]})"
+        if first is None:
+            return True, "passed"
+        return True, (f"{first}\n(how your code computes its answer is not graded here, only what it returns: "
+                      f"this point is yours, but the exercise asks for that method)")
+    return False, first or "failed"
+
+
+def judge_question(notebook: Notebook, session: remote.Session, question: dict, seed: int) -> dict:
+    messages, passed = [], True
+    for check in question["checks"]:
+        reply, got = notebook.ask({"op": "arguments", "expr": check["arguments"]})
+        if reply.get("op") != "values":
+            passed = False
+            messages.append(f"`{check['arguments']}` of the check cell is not in your notebook "
+                            f"({reply.get('type', 'Error')}: {str(reply.get('message'))[:200]}): was a cell of the "
+                            f"exercise deleted, or did it stop before defining it?")
+            continue
+        try:
+            args = [session.unpack(v, got) for v in list(reply.get("values", []))[:16]]
+            ok, message = run_check(session, check["name"], args, seed)
+        except JudgeError as exc:
+            ok, message = False, str(exc)
+        passed &= ok
+        messages.append(message)
+    return {"points": int(passed) * int(question.get("points", 1)), "message": "\n".join(messages)}
+
+
+def grade(job: dict, config: dict) -> dict:
+    """One submission: its verdicts, or the reason it has none, and what the notebook printed."""
+    spec, result = config["spec"], {"n": job.get("n"), "verdicts": {}, "reason": "", "flags": []}
+    try:
+        cells, mark = validate(Path(job["path"]), spec["chapter"])
+    except Refused as exc:
+        return {**result, "reason": str(exc)}
+    if not job.get("force") and (mark is None or mark.get("rules") != config.get("release", {}).get("rules")):
+        return {**result, "route": mark}  # another release's notebook: course/grade.py finds its rules
+    limit = float(config.get("timeout") or spec.get("timeout") or 20)
+    clock = Clock(limit)
+    scratch = Path(config["scratch"]) / f"s{job.get('n')}"
+    scratch.mkdir(parents=True)
+    if config.get("owner") is not None:  # the user the notebook runs as (nobody, on Gradescope)
+        os.chown(scratch, config["owner"], config["owner"])
+    notebook = Notebook(config, clock, scratch)
+    stops = {}
+    for q in spec["questions"]:
+        names = {c["name"] for c in q["checks"]}
+        stops.setdefault(next((i + 1 for i, s in enumerate(cells) if _called(s) & names), len(cells)), []).append(q)
+    log, verdicts = [], {}
+    try:
+        with remote.Session(notebook.channel) as session:
+            notebook.channel.send({"op": "start", "cells": cells})
+            notebook.channel.receive()
+            for stop in sorted(stops):
+                log += list(notebook.ask({"op": "run", "to": stop})[0].get("errors", []))[:100]
+                for q in stops[stop]:
+                    verdicts[q["name"]] = judge_question(notebook, session, q, int(spec["seed"]))
+    except wire.Timeout:
+        result["reason"] = f"timed out: still running after {limit:.0f} s (an endless loop?)"
+    except wire.Closed:
+        try:
+            died = f"the notebook's process died ({_status(notebook.process.wait(timeout=5))})"
+        except subprocess.TimeoutExpired:
+            died = "the notebook's process closed its channel to the grader"
+        result["reason"] = f"{died} before its answers were recorded; its last line: {notebook.last_line()}"
+    except wire.WireError as exc:
+        result["reason"] = f"the notebook broke the grader's protocol: {str(exc)[:200]}"
+    finally:
+        notebook.end(graceful=not result["reason"])
+        remove(scratch)
+    log = [*log[:100], *([f"stopped: {result['reason']}"] if result["reason"] else [])]
+    return {**result, "verdicts": verdicts, "seconds": round(clock.used, 1),
+            "log": "\n".join(log) + "\n--- what the notebook printed ---\n" + notebook.log.text()}
+
+
+def _status(status: int | None) -> str:
+    if status is not None and status < 0:
+        return f"killed by signal {-status}"
+    return f"exit status {status}"
+
+
+def remove(path: Path) -> None:
+    """Remove a folder whatever it holds (any names, any depth: ``rm -rf`` walks it without recursion)."""
+    if os.path.lexists(path):
+        subprocess.run(["rm", "-rf", "--one-file-system", "--", str(path)], check=False,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def _peak() -> int:
+    """This process's peak resident memory since the last reset, in bytes (0 where Linux cannot say)."""
+    try:
+        status = Path("/proc/self/status").read_text()
+        return int(re.search(r"VmHWM:\s+(\d+) kB", status).group(1)) * 1024
+    except (OSError, AttributeError):
+        return 0
+
+
+def _reset_peak() -> None:
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+    except OSError:
+        pass
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if len(argv) < 2:
-        print("usage: python -m attention_lab.judge SPEC.json OBSERVATIONS_DIR [OBSERVATIONS_DIR ...]",
-              file=sys.stderr)
+    if len(argv) != 1:
+        print("usage: python judge.py CONFIG.json  (then one JSON job a line on stdin)", file=sys.stderr)
         return 2
-    spec = json.loads(Path(argv[0]).read_text(encoding="utf-8"))
+    config = json.loads(Path(argv[0]).read_text(encoding="utf-8"))
+    memory = int(config.get("memory", MEMORY))
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    resource.setrlimit(resource.RLIMIT_AS, (memory if hard == resource.RLIM_INFINITY else min(memory, hard), hard))
     torch.set_num_threads(1)
-    print(json.dumps([judge(Path(folder), spec) for folder in argv[1:]]))
+    out, sys.stdout = sys.stdout, sys.stderr  # results only on the real stdout
+    for line in sys.stdin:
+        job = json.loads(line)
+        _reset_peak()
+        try:
+            result = grade(job, config)
+        except Exception as exc:  # noqa: BLE001 - this submission's loss, not the batch's
+            result = {"n": job.get("n"), "verdicts": {}, "flags": [],
+                      "reason": f"the judge failed on this submission ({type(exc).__name__}: {str(exc)[:200]})"}
+        result["peak"] = _peak()
+        out.write(json.dumps(result) + "\n")
+        out.flush()
     return 0
 
 

@@ -1,35 +1,40 @@
-"""Grade a folder of submissions of one chapter: a gradebook and one feedback file per student.
+"""Grade a folder of submissions of one chapter: a gradebook and one feedback file per submission.
 
-    python -m course grade CHAPTER SUBMISSIONS_DIR --out DIR [--seed N] [--timeout S] [--memory GiB]
+    python -m course grade CHAPTER SUBMISSIONS_DIR --out DIR [--seed N] [--timeout S] [--memory GiB] [--jobs N]
     make grade CHAPTER=05_one_head SUBMISSIONS=submissions/ OUT=grades/
 
 CHAPTER is a chapter's name (``05_one_head``) or number (``5``). SUBMISSIONS_DIR holds one notebook per
-student, as ``NAME.ipynb`` or ``NAME/CHAPTER.ipynb`` (the student is NAME). It writes
-``DIR/gradebook.csv`` (student, one column of points per graded exercise, total, max, reason, seed,
-sandbox) and ``DIR/feedback/NAME.txt`` with each exercise's points and its check's own message.
+student, as ``NAME.ipynb`` or ``NAME/CHAPTER.ipynb`` (the student is NAME, kept as given: see
+course/gradebook.py). It writes ``DIR/gradebook.csv`` (one row per submission: student, submission, the
+points of each graded exercise, total, max, reason, flags, release, seed, time limit, sandbox, feedback
+file), ``DIR/feedback/`` with each exercise's points and its check's own message, and ``DIR/logs/``
+with the end of what each notebook printed.
 
-Each submission is graded in two steps (see attention_lab/judge.py): it runs in a sandbox
-(course/sandbox.py: bubblewrap, no network, nothing of the machine but the course's package and Python
-read-only, :data:`sandbox.TIMEOUT` seconds, :data:`sandbox.MEMORY` bytes) that hands out observations of
-its answers, on inputs drawn from the batch's seed; then a clean Python process, in which no
-submission's code ever ran, judges those with the chapter's checks. A submission that is malformed,
-empty, of another chapter, that dies or runs out of time gets its row: 0 points and the reason in one
-line. The same seed gives the same gradebook; without ``--seed`` a new one is drawn and written into
-every row. Without bubblewrap (macOS, Windows) the command refuses, unless given ``--unsandboxed``:
-then the submissions run with your permissions and every row says so.
+Each submission runs in a sandbox (course/sandbox.py: bubblewrap, no network, nothing of the machine
+but Python and the rules' package read-only) and only answers the calls of a judge process
+(attention_lab/judge.py), which holds the seed, draws every input and runs the chapter's checks; one
+judge per ``--jobs`` for the whole batch, under its own memory limit, replaced when a submission crashes
+it. Every submission gets its row: one that is malformed, empty, of another chapter, that dies, runs out
+of time or breaks a limit scores 0 with the reason in one line. A notebook of another release is graded
+by that release's rules (course/releases.py). The time limit is the chapter's own (its spec), written
+into every row; the same seed gives the same gradebook; without ``--seed`` a new one is drawn and
+written into every row. Without bubblewrap (macOS, Windows) the command refuses, unless given
+``--unsandboxed``: then the submissions run with your permissions and every row says so.
 """
 
 from __future__ import annotations
 
 import copy
-import csv
 import json
+import os
+import queue
 import random
-import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -37,18 +42,15 @@ from pathlib import Path
 import nbformat
 
 from attention_lab import judge
-from course import graded_edition, sandbox, student_edition
+from course import gradebook, graded_edition, releases, sandbox, student_edition
 from course.book_index import load_book
-from course.layout import LESSONS, ROOT, chapters, shown
+from course.layout import LESSONS, PACKAGE, ROOT, chapters, shown
 from course.lesson import read_lesson
 from course.notebook_file import read_notebook
 
-CALIBRATION_TIMEOUT = 600.0  # seconds the chapter's own solutions may take
-JUDGE_TIMEOUT = 300.0  # seconds the judge of one submission may take (it runs only the course's code)
+JUDGE_TIME = 300.0  # seconds the judge itself may spend on one submission (it runs only the course's code)
+GRADER_FILES = ("judge.py", "observe.py", "remote.py", "wire.py")  # the judge and what answers it
 UNSANDBOXED = "NOT SANDBOXED: this submission ran with the grader's permissions"
-
-
-Refused = judge.Refused
 
 
 def chapter(name: str) -> str:
@@ -71,8 +73,15 @@ def _chapter(stem: str):
 
 
 def spec(stem: str, seed: int) -> dict:
-    """The chapter's graded exercises, as the sandbox and the judge read them."""
+    """The chapter's graded exercises and time limit, as the judge reads them."""
     return graded_edition.judge_spec(stem, _chapter(stem)[1], seed)
+
+
+def marked(nb, stem: str, graded) -> dict:
+    """``nb`` as a graded edition of this tree carries it: the chapter's name for otter, the release mark."""
+    nb.metadata["otter"] = {"assignment_name": stem}
+    nb.metadata["attention_lab"] = {"graded": graded_edition.mark(graded_edition.judge_spec(stem, graded, 0))}
+    return nb
 
 
 def solutions(stem: str) -> dict:
@@ -81,196 +90,246 @@ def solutions(stem: str) -> dict:
     nb = copy.deepcopy(student)
     for q in graded:
         nb.cells[q.stub].source = f"{nb.cells[q.stub].source}\n\n\n{q.solution}"
-    nb.metadata["otter"] = {"assignment_name": stem}
-    return nb
+    return marked(nb, stem, graded)
 
 
-def submissions(folder: Path, stem: str) -> list[tuple[str, Path | None, str]]:
-    """(student, notebook or None, reason) for every entry of the folder, sorted by student."""
-    found = []
-    for entry in sorted(folder.iterdir()):
-        if entry.name.startswith("."):
-            continue
-        student = re.sub(r"[^A-Za-z0-9._-]", "_", entry.stem if entry.is_file() else entry.name)
-        if entry.is_symlink():
-            found.append((student, None, "the submission is a symbolic link: hand in the notebook itself"))
-        elif entry.is_dir():
-            notebooks = sorted(p for p in entry.glob("*.ipynb") if not p.is_symlink())
-            named = [p for p in notebooks if p.stem == stem]
-            if named or len(notebooks) == 1:
-                found.append((student, (named or notebooks)[0], ""))
-            else:
-                found.append((student, None, f"{len(notebooks)} notebooks in the folder and none named {stem}.ipynb"))
-        elif entry.suffix == ".ipynb":
-            found.append((student, entry, ""))
-    return found
+class Judges:
+    """Judge processes for one set of rules, ``jobs`` of them at a time. One that stops (a crash, its memory
+    limit, more than its time) is replaced; the submission it was judging gets the reason as its row's."""
 
+    def __init__(self, rules: releases.Rules, config: dict, scratch: Path, grader: Path, jobs: int):
+        self.rules, self.jobs, self.grader = rules, max(1, jobs), grader
+        self.config = scratch / f"judge-{rules.fingerprint}.json"
+        self.config.write_text(json.dumps({**config, "spec": rules.spec, "scratch": str(scratch / "runs"),
+                                           "release": {"rules": rules.fingerprint, "name": rules.release}}))
+        self.env = {"PATH": "/usr/bin:/bin", "HOME": str(scratch), "PYTHONPATH": str(rules.root),
+                    "OMP_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1"}
+        self.allowed = float(config.get("timeout") or rules.spec["timeout"]) + JUDGE_TIME + 60
 
-def observe(path: Path, plan: dict, spec_file: Path, scratch: Path, *, unsandboxed: bool,
-            timeout: float, memory: int) -> tuple[Path, float]:
-    """Run one submission in its sandbox: the folder of its observations and the seconds it ran.
-    Raises :class:`Refused` (the row's reason) for a file that is not the chapter's graded notebook, and for a
-    run that died or timed out."""
-    judge.validate(path, plan["chapter"])
-    inbox, outbox = scratch / "in", scratch / "out"
-    inbox.mkdir()
-    outbox.mkdir()
-    shutil.copyfile(path, inbox / "submission.ipynb")
-    shutil.copyfile(spec_file, inbox / "spec.json")
-    observe = [sandbox.python(), "-s", "-m", "attention_lab.observe"]
-    if unsandboxed:
-        cmd = ["prlimit", f"--as={memory}", "--"] if shutil.which("prlimit") else []
-        cmd += [*observe, str(inbox / "submission.ipynb"), str(inbox / "spec.json"), str(outbox)]
-        env = {"PATH": "/usr/bin:/bin", "HOME": str(scratch), "PYTHONPATH": str(ROOT), "MPLBACKEND": "Agg",
-               "OMP_NUM_THREADS": "1"}
-        outcome = sandbox.run(cmd, timeout=timeout, log=scratch / "log.txt", env=env, cwd=outbox)
-    else:
-        inside = sandbox.INSIDE
-        cmd = sandbox.command([*observe, str(inside / "in/submission.ipynb"), str(inside / "in/spec.json"),
-                               str(inside / "out")], root=ROOT, inbox=inbox, outbox=outbox, memory=memory)
-        outcome = sandbox.run(cmd, timeout=timeout, log=scratch / "log.txt")
-    if outcome.returncode is None:
-        raise Refused(f"timed out: still running after {timeout:.0f} s (an endless loop?)")
-    if outcome.returncode != 0:
-        last = [line for line in outcome.log.splitlines() if line.strip()][-1:] or ["no output"]
-        raise Refused(f"the notebook's process died (exit status {outcome.returncode}) before its answers were "
-                      f"recorded; its last line: {last[0][:160]}")
-    return outbox, outcome.seconds
+    def _start(self):
+        process = subprocess.Popen([sandbox.python(), "-s", str(self.grader / "judge.py"), str(self.config)],
+                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                   cwd=self.config.parent, env=self.env, start_new_session=True)
+        lines: queue.Queue = queue.Queue()
+        threading.Thread(target=lambda: [lines.put(line) for line in process.stdout] + [lines.put(b"")],
+                         daemon=True).start()  # b"": it ended
+        return process, lines, judge.Tail(process.stderr)
 
+    def run(self, jobs: list[dict]) -> dict[int, dict]:
+        todo: queue.Queue = queue.Queue()
+        for job in jobs:
+            todo.put(job)
+        results: dict[int, dict] = {}
 
-def judged(spec_file: Path, folders: list[Path], scratch: Path) -> list[dict | str]:
-    """The verdicts on each folder of observations, from one clean judge process (no submission's code runs
-    there); when observations crash it, each folder is judged alone, and the one that crashes it gets the
-    reason (a str) instead."""
-    if not folders:
-        return []
-    empty = tempfile.mkdtemp(prefix="judge-", dir=scratch)  # its working folder: nothing to import from
-    env = {"PATH": "/usr/bin:/bin", "HOME": empty, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
-    cmd = [sandbox.python(), "-s", "-m", "attention_lab.judge", str(spec_file), *map(str, folders)]
-    try:
-        result = subprocess.run(cmd, capture_output=True, text=True, cwd=empty, env=env,
-                                timeout=JUDGE_TIMEOUT * len(folders))
-        if result.returncode == 0:
-            return json.loads(result.stdout)
-        reason = (f"its observations could not be judged (the judge exited with {result.returncode}: "
-                  f"{(result.stderr.strip().splitlines() or ['no output'])[-1][:160]})")
-    except subprocess.TimeoutExpired:
-        reason = f"its observations took the judge more than {JUDGE_TIMEOUT:.0f} s"
-    if len(folders) == 1:
-        return [reason]
-    return [judged(spec_file, [folder], scratch)[0] for folder in folders]
-
-
-def feedback(student: str, plan: dict, verdicts: dict, reason: str) -> str:
-    lines = [f"{plan['chapter']}: {student}", f"seed {plan['seed']}", ""]
-    if reason:
-        lines += [f"Not graded: {reason}", ""]
-    for q in plan["questions"]:
-        v = verdicts.get(q["name"], {"points": 0, "message": reason})
-        lines += [f"{q['name']}: {v['points']} of {q['points']}", *("  " + m for m in v["message"].splitlines()), ""]
-    return "\n".join(lines)
-
-
-def calibrate(plan: dict, spec_file: Path, scratch: Path, *, unsandboxed: bool, memory: int, log=print) -> float:
-    """Grade the chapter's own solutions; stop unless they get full marks; return a time limit for the batch:
-    :data:`sandbox.TIMEOUT`, or three times what the solutions took when that is longer (chapter 6 trains
-    a model)."""
-    scratch.mkdir()
-    path = scratch / "solutions.ipynb"
-    nbformat.write(solutions(plan["chapter"]), path)
-    run = scratch / "run"
-    run.mkdir()
-    try:
-        outbox, seconds = observe(path, plan, spec_file, run, unsandboxed=unsandboxed,
-                                  timeout=CALIBRATION_TIMEOUT, memory=memory)
-    except Refused as exc:
-        raise SystemExit(f"the chapter's own solutions could not be graded here: {exc}") from None
-    verdicts = judged(spec_file, [outbox], scratch)[0]
-    wrong = {name: v["message"] for name, v in verdicts.items() if not v["points"]} if isinstance(verdicts, dict) \
-        else {"all": verdicts}
-    if wrong:
-        raise SystemExit("the chapter's own solutions did not get full marks here, so no grade would be right:\n"
-                         + "\n".join(f"{name}: {message}" for name, message in wrong.items()))
-    limit = max(sandbox.TIMEOUT, 3 * seconds)
-    log(f"the chapter's solutions: full marks, their notebook ran in {seconds:.1f} s; "
-        f"time limit {limit:.0f} s a submission")
-    return limit
-
-
-def grade(stem: str, folder: Path, out: Path, *, seed: int, unsandboxed: bool = False,
-          timeout: float | None = None, memory: int = sandbox.MEMORY, jobs: int = 1, log=print) -> list[dict]:
-    """Grade every submission in ``folder``; write ``out/gradebook.csv`` and ``out/feedback/``; return the rows.
-
-    First every submission runs in its sandbox (``jobs`` at once), then one judge process judges all their
-    observations. ``timeout`` None: calibrated on the chapter's own solutions (:func:`calibrate`).
-    """
-    plan = spec(stem, seed)
-    names = [q["name"] for q in plan["questions"]]
-    warn = f"  [{UNSANDBOXED}]" if unsandboxed else ""
-    (out / "feedback").mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="grading-") as tmp:
-        spec_file = Path(tmp) / "spec.json"
-        spec_file.write_text(json.dumps(plan), encoding="utf-8")
-        if not unsandboxed:
-            sandbox.probe(ROOT, Path(tmp))
-        if timeout is None:
-            timeout = calibrate(plan, spec_file, Path(tmp) / "calibration", unsandboxed=unsandboxed,
-                                memory=memory, log=log)
-
-        def run(n: int, student: str, path: Path | None, reason: str):
-            outbox = None
-            if path is not None:
-                scratch = Path(tmp) / f"s{n}"
-                scratch.mkdir()
-                try:
-                    outbox, seconds = observe(path, plan, spec_file, scratch, unsandboxed=unsandboxed,
-                                              timeout=timeout, memory=memory)
-                    log(f"{student}: ran in {seconds:.1f} s{warn}")
-                except Refused as exc:
-                    reason = str(exc)
-            if outbox is None:
-                log(f"{student}: 0 ({reason}){warn}")
-            return student, outbox, reason
-
-        with ThreadPoolExecutor(max(1, jobs)) as pool:
-            futures = [pool.submit(run, n, *entry) for n, entry in enumerate(submissions(folder, stem))]
+        def worker():
+            current = None
             try:
-                ran = [f.result() for f in futures]
-            except BaseException:
-                pool.shutdown(wait=True, cancel_futures=True)
-                raise
+                while True:
+                    try:
+                        job = todo.get_nowait()
+                    except queue.Empty:
+                        return
+                    current = current or self._start()
+                    results[job["n"]], alive = self._one(current, job)
+                    if not alive:
+                        _stop(current[0])
+                        current = None
+            finally:
+                if current is not None:
+                    current[0].stdin.close()
+                    _stop(current[0], wait=30)
+
+        with ThreadPoolExecutor(min(self.jobs, len(jobs)) or 1) as pool:
+            for future in [pool.submit(worker) for _ in range(min(self.jobs, len(jobs)))]:
+                future.result()
+        return results
+
+    def _one(self, current, job: dict) -> tuple[dict, bool]:
+        process, lines, errors = current
+        try:
+            process.stdin.write((json.dumps(job) + "\n").encode())
+            process.stdin.flush()
+            line = lines.get(timeout=self.allowed)
+        except OSError:
+            line = b""
+        except queue.Empty:
+            line = None
+        if line:
+            return json.loads(line), True
+        if line is None:
+            reason = f"the judge took more than {self.allowed:.0f} s over this submission"
+        else:
+            last = (errors.text().strip().splitlines() or ["no output"])[-1]
+            reason = f"the judge stopped while judging this submission ({_status(process.wait())}: {last[:160]})"
+        return {"n": job["n"], "verdicts": {}, "flags": [], "reason": reason}, False
+
+
+def _status(code: int) -> str:
+    return f"killed by signal {-code}" if code < 0 else f"exit status {code}"
+
+
+def _stop(process, wait: float = 0) -> None:
+    try:
+        process.wait(timeout=wait)
+    except subprocess.TimeoutExpired:
+        pass
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    process.wait()
+
+
+def _launcher(rules: releases.Rules, grader: Path, *, unsandboxed: bool, memory: int) -> dict:
+    """How the judge starts a submission's notebook: the command (``{fd}``: its end of the socket), its environment."""
+    observe = [sandbox.python(), "-s", "-u", str((grader if unsandboxed else sandbox.INSIDE / "grader") / "observe.py"),
+               "{fd}"]  # -u: its last line reaches the log even when it ends with os._exit
+    if not unsandboxed:
+        return {"launcher": sandbox.command(observe, root=rules.root, grader=grader, memory=memory)}
+    cmd = ["setpriv", "--pdeathsig", "KILL", "--"] if shutil.which("setpriv") else []
+    cmd += ["prlimit", f"--as={memory}", "--"] if shutil.which("prlimit") else []
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(grader.parent), "PYTHONPATH": str(rules.root), "MPLBACKEND": "Agg",
+           "OMP_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1"}
+    return {"launcher": [*cmd, *observe], "env": env}
+
+
+def feedback(entry: gradebook.Entry, spec: dict, result: dict, release: str) -> str:
+    lines = [f"{spec['chapter']}: {entry.student} ({entry.submission})", f"seed {spec['seed']}",
+             f"graded by the rules of release {release}", *(f"note: {flag}" for flag in entry.flags), ""]
+    reason = result.get("reason", "")
+    if reason:
+        lines += [f"Not graded in full: {reason}", ""]
+    for q in spec["questions"]:
+        v = result.get("verdicts", {}).get(q["name"], {"points": 0, "message": reason or "not judged"})
+        lines += [f"{q['name']}: {v['points']} of {q['points']}", *("  " + m for m in v["message"].splitlines()), ""]
+    return gradebook.visible("\n".join(lines), newlines=True)
+
+
+def grade(stem: str, folder: Path, out: Path, *, seed: int, unsandboxed: bool = False, timeout: float | None = None,
+          memory: int = sandbox.MEMORY, jobs: int = 1, repo: Path = ROOT, log=print) -> list[dict]:
+    """Grade every submission in ``folder``; write ``out/gradebook.csv``, ``out/feedback/`` and ``out/logs/``;
+    return the rows. First the chapter's own solutions must get full marks here, or nothing is written."""
+    student, graded = _chapter(stem)
+    own_spec = graded_edition.judge_spec(stem, graded, seed)
+    rules = {"": releases.Rules(releases.release_name(ROOT), ROOT, own_spec,
+                                releases.fingerprint(ROOT, own_spec["questions"]))}
+    found = gradebook.entries(folder, stem)
+    tmp = Path(tempfile.mkdtemp(prefix="grading-"))
+    try:
+        grader = tmp / "grader"
+        grader.mkdir()
+        for name in GRADER_FILES:
+            shutil.copyfile(PACKAGE / name, grader / name)
+        config = {"memory": judge.MEMORY, "timeout": timeout}
+        pools = {}
+
+        def pool(key: str) -> Judges:
+            if key not in pools:
+                r = rules[key]
+                pools[key] = Judges(r, {**config, **_launcher(r, grader, unsandboxed=unsandboxed, memory=memory)},
+                                    tmp, grader, jobs if key == "" else 1)
+            return pools[key]
+
+        nbformat.write(solutions(stem), tmp / "solutions.ipynb")
+        todo = [{"n": -1, "path": str(tmp / "solutions.ipynb")}]
+        todo += [{"n": n, "path": str(e.path)} for n, e in enumerate(found) if e.path is not None]
         start = time.monotonic()
-        verdicts = dict(zip([s for s, o, _ in ran if o], judged(spec_file, [o for _, o, _ in ran if o], Path(tmp))))
-        log(f"judged {len(verdicts)} submissions in {time.monotonic() - start:.1f} s")
-        rows = []
-        for student, _, reason in ran:
-            got = verdicts.get(student, {})
-            if isinstance(got, str):
-                got, reason = {}, got
-            points = {name: int(got.get(name, {}).get("points", 0)) for name in names}
-            rows.append({"student": student, **points, "total": sum(points.values()),
-                         "max": sum(q["points"] for q in plan["questions"]), "reason": reason, "seed": seed,
-                         "sandbox": "NONE (--unsandboxed)" if unsandboxed else "bubblewrap"})
-            (out / "feedback" / f"{student}.txt").write_text(feedback(student, plan, got, reason), encoding="utf-8")
-            log(f"{student}: {rows[-1]['total']}/{rows[-1]['max']}{' (' + reason + ')' if reason else ''}{warn}")
-    part = out / "gradebook.csv.part"
-    with open(part, "w", newline="", encoding="utf-8") as f:
-        writer = csv.DictWriter(f, fieldnames=["student", *names, "total", "max", "reason", "seed", "sandbox"])
-        writer.writeheader()
-        writer.writerows(rows)
-    part.replace(out / "gradebook.csv")
+        results = pool("").run(todo)
+        _check_solutions(results.pop(-1))
+        used, routed = {n: "" for n in results}, {}
+        for n, result in list(results.items()):
+            if "route" in result:  # another release's notebook: its own rules, or a reason
+                key, flag = _route(result["route"], stem, seed, rules, repo, tmp)
+                found[n].flags.append(flag)
+                if key is None:
+                    results[n] = {"n": n, "verdicts": {}, "flags": [], "reason": flag}
+                else:
+                    routed.setdefault(key, []).append({"n": n, "path": str(found[n].path), "force": True})
+                    used[n] = key
+        for key, again in routed.items():
+            results.update(pool(key).run(again))
+        log(f"ran and judged {len(results)} notebooks, and the chapter's solutions, in "
+            f"{time.monotonic() - start:.1f} s")
+    finally:
+        judge.remove(tmp)
+    return _write(out, found, results, used, rules, seed, timeout, unsandboxed, log)
+
+
+def _check_solutions(result: dict) -> None:
+    wrong = {name: v["message"] for name, v in result.get("verdicts", {}).items() if not v["points"]}
+    if result.get("reason") or wrong or not result.get("verdicts"):
+        raise SystemExit("the chapter's own solutions did not get full marks here, so no grade would be right "
+                         "(a reason such as 'the notebook's process died' says the sandbox cannot run here):\n"
+                         + "\n".join([result.get("reason", ""), *(f"{n}: {m}" for n, m in wrong.items())]).strip())
+
+
+def _route(mark, stem, seed, rules, repo, tmp) -> tuple[str | None, str]:
+    """The rules of a notebook whose mark is not this course's: (key into ``rules``, or None; its row's flag)."""
+    release = releases.UNMARKED if mark is None else str(mark.get("release"))
+    limit = graded_edition.TIME_LIMITS.get(stem, graded_edition.TIME_LIMIT)
+    if release not in rules:
+        try:
+            rules[release] = releases.of_release(release, stem, seed=seed, repo=repo, scratch=tmp, timeout=limit)
+        except releases.ReleaseError as exc:
+            rules[release] = exc
+    found, handout = rules[release], f"a v{releases.UNMARKED} handout (it carries no release mark)"
+    if mark is None and isinstance(found, releases.ReleaseError):
+        return "", f"{handout}; {found}: graded by this release's rules"
+    if mark is None:
+        return release, f"{handout}: graded by v{releases.UNMARKED}'s rules"
+    if isinstance(found, releases.ReleaseError):
+        return None, (f"handed out with release {gradebook.short(release, 40)}, whose rules differ from this grader's: "
+                      f"{found}; or grade it from that release (git switch --detach COMMIT, make grade)")
+    return release, f"handed out with release {gradebook.short(release, 40)}: graded by its rules"
+
+
+def _write(out, found, results, used, rules, seed, timeout, unsandboxed, log) -> list[dict]:
+    own = rules[""].spec
+    names = [q["name"] for q in own["questions"]]
+    for folder in ("feedback", "logs"):
+        (out / folder).mkdir(parents=True, exist_ok=True)
+    warn = f"  [{UNSANDBOXED}]" if unsandboxed else ""
+    rows = []
+    for n, entry in enumerate(found):
+        result = results.get(n, {"verdicts": {}, "reason": entry.reason})
+        r = rules[used.get(n, "")]
+        verdicts = result.get("verdicts", {})
+        points = {name: int(verdicts.get(name, {}).get("points", 0)) for name in names}
+        limit = timeout or r.spec.get("timeout")
+        rows.append({"student": entry.student, "submission": entry.submission, **points,
+                     "total": sum(int(v.get("points", 0)) for v in verdicts.values()),
+                     "max": sum(q["points"] for q in r.spec["questions"]), "reason": result.get("reason", ""),
+                     "flags": "; ".join(entry.flags), "release": r.release, "seed": seed,
+                     "time limit": f"{float(limit):g} s", "sandbox": "NONE (--unsandboxed)" if unsandboxed
+                     else "bubblewrap", "feedback": f"feedback/{entry.stem}.txt"})
+        (out / "feedback" / f"{entry.stem}.txt").write_text(feedback(entry, r.spec, result, r.release),
+                                                            encoding="utf-8")
+        if result.get("log"):
+            (out / "logs" / f"{entry.stem}.txt").write_text(gradebook.visible(result["log"], newlines=True),
+                                                            encoding="utf-8")
+        row = rows[-1]
+        reason = f" ({gradebook.short(row['reason'], 100)})" if row["reason"] else ""
+        ran = f"ran {result['seconds']:.1f} s, " if result.get("seconds") is not None else ""
+        log(f"{gradebook.short(entry.submission)}: {row['total']}/{row['max']}{reason}{warn}"
+            + (f"  [{ran}judge peak {result['peak'] / 2**20:.0f} MiB]" if result.get("peak") else ""))
+    fields = ["student", "submission", *names, "total", "max", "reason", "flags", "release", "seed", "time limit",
+              "sandbox", "feedback"]
+    gradebook.write_csv(out / "gradebook.csv", fields, rows)
     return rows
 
 
 def add_arguments(parser) -> None:
     parser.add_argument("chapter", help="the chapter, e.g. 05_one_head or 5")
     parser.add_argument("submissions", type=Path, help="folder with NAME.ipynb or NAME/CHAPTER.ipynb per student")
-    parser.add_argument("--out", type=Path, required=True, help="folder for gradebook.csv and feedback/")
+    parser.add_argument("--out", type=Path, required=True, help="folder for gradebook.csv, feedback/ and logs/")
     parser.add_argument("--seed", type=int, help="the inputs' seed (default: a new one, written in the gradebook)")
-    parser.add_argument("--timeout", type=float, help="seconds per submission (default: 20, or three times what "
-                        "the chapter's own solutions take here when that is longer)")
+    parser.add_argument("--timeout", type=float, help="seconds a notebook may run (default: the chapter's own, "
+                        "in its spec: graded_edition.TIME_LIMITS)")
     parser.add_argument("--jobs", type=int, default=1, help="submissions graded at once (default 1)")
     parser.add_argument("--memory", type=float, default=sandbox.MEMORY / 2**30, help="GiB of address space (4)")
+    parser.add_argument("--releases", type=Path, default=ROOT,
+                        help="a clone of the course whose git history holds the releases notebooks name "
+                             "(default: this one)")
     parser.add_argument("--unsandboxed", action="store_true",
                         help="run submissions without a sandbox, with your permissions (no bubblewrap here)")
 
@@ -290,10 +349,9 @@ def run(args) -> int:
               file=sys.stderr)
         return 2
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
-    print(f"grading {stem} from {args.submissions} with seed {seed}"
-          + (f"; {UNSANDBOXED.lower()} (--unsandboxed)" if args.unsandboxed else ""))
+    print(f"grading {stem} from {gradebook.short(str(args.submissions))} with seed {seed}, by the rules of release "
+          f"{releases.release_name(ROOT)}" + (f"; {UNSANDBOXED.lower()} (--unsandboxed)" if args.unsandboxed else ""))
     rows = grade(stem, folder, out, seed=seed, unsandboxed=args.unsandboxed, timeout=args.timeout,
-                 memory=int(args.memory * 2**30), jobs=args.jobs)
-    print(f"wrote {out / 'gradebook.csv'} ({len(rows)} students) and {out / 'feedback'}/")
+                 memory=int(args.memory * 2**30), jobs=args.jobs, repo=args.releases.resolve())
+    print(f"wrote {gradebook.short(str(out / 'gradebook.csv'))} ({len(rows)} submissions), feedback/ and logs/")
     return 0
-

@@ -58,11 +58,11 @@ from pathlib import Path
 import nbformat
 import yaml
 
-from course import student_edition
+from course import releases, student_edition
 from course.book_index import LaunchError, load_book
 from course.layout import GRADED as OUT
 from course.lesson import Lesson, read_lesson
-from course.layout import REQUIREMENTS, chosen_chapters, release_ref, repository, shown
+from course.layout import PACKAGE, REQUIREMENTS, ROOT, chosen_chapters, shown
 from course.notebook_file import read_notebook
 from course.solution_code import demonstrations
 GENERATOR = "course/graded_edition.py"
@@ -211,11 +211,9 @@ def answer_source(stub: str, solution: str) -> str:
 
 
 def requirements() -> list[str]:
-    """What the autograder installs besides otter (Gradescope builds its image from these).
-
-    The chapters' libraries at the versions of requirements.txt, PyTorch's CPU wheels, and the helper
-    package from the repository at this release's tag, the same line the notebooks' bootstrap cell installs.
-    """
+    """What the autograder installs besides otter (Gradescope builds its image from these): the
+    chapters' libraries at the versions of requirements.txt and PyTorch's CPU wheels. The helper package
+    is not installed from the repository: the zip carries it, as this tree holds it (:func:`use_judge`)."""
     pins = {}
     for line in REQUIREMENTS.read_text(encoding="utf-8").splitlines():
         m = re.match(r"^([A-Za-z0-9_.-]+)==(\S+)", line.strip())
@@ -224,9 +222,7 @@ def requirements() -> list[str]:
     missing = [name for name in CHAPTER_LIBRARIES if name not in pins]
     if missing:
         raise GradedEditionError(f"requirements.txt pins no version of {', '.join(missing)}")
-    url, _ = repository()
-    return [f"--extra-index-url {TORCH_CPU_INDEX}", *(pins[name] for name in CHAPTER_LIBRARIES),
-            f"attention_lab @ git+{url}@{release_ref()}"]
+    return [f"--extra-index-url {TORCH_CPU_INDEX}", *(pins[name] for name in CHAPTER_LIBRARIES)]
 
 
 def assignment_config(stem: str) -> dict:
@@ -246,11 +242,11 @@ def assignment_config(stem: str) -> dict:
     }
 
 
-def _graded_note(stem: str, graded: list[Question], discussions: list[str]) -> nbformat.NotebookNode:
+def _graded_note(stem: str, graded: list[Question], discussions: list[str], release: str) -> nbformat.NotebookNode:
     names = [q.name for q in graded]
     listed = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
-    text = (f"> **Graded edition.** {listed} {'is' if len(names) == 1 else 'are'} graded automatically, "
-            f"{POINTS} point each. The grader runs this notebook from the top and, after each of those "
+    text = (f"> **Graded edition** (release {release}). {listed} {'is' if len(names) == 1 else 'are'} graded "
+            f"automatically, {POINTS} point each. The grader runs this notebook from the top and, after each of those "
             "exercises, calls its check on your answer again, with inputs of its own; the scores are computed "
             "in a separate process, which nothing in this notebook can change. An exercise scores its point "
             "when the check passes and zero otherwise; your feedback is the check's message, the kind you see "
@@ -295,6 +291,8 @@ def master_notebook(lesson, stem: str, book, name: str | None = None):
             raise GradedEditionError(f"{name}: the solution of {q.name} holds "
                                      f"`{markup.group(0).strip()}`, otter markup")
 
+    stamp = mark(judge_spec(stem, graded, 0))
+    release = stamp["release"]
     config = _raw("# ASSIGNMENT CONFIG\n" + yaml.safe_dump(assignment_config(stem), sort_keys=False).strip())
     by_stub = {q.stub: q for q in graded}
     by_check = {q.check_cell: q for q in graded}
@@ -316,41 +314,69 @@ def master_notebook(lesson, stem: str, book, name: str | None = None):
         else:
             cells.append(cell)
         if index == note_at:
-            cells.append(_graded_note(stem, graded, discussions))
+            cells.append(_graded_note(stem, graded, discussions, release))
     master = nbformat.v4.new_notebook(cells=cells, metadata=copy.deepcopy(student.metadata))
     master.metadata["launch_notebook"]["edition"] = "graded"
     master.metadata["launch_notebook"]["generated_by"] = f"{GENERATOR}: edit the lesson, never this file"
+    master.metadata["attention_lab"] = {"graded": stamp}
     return master, graded, discussions
 
 
 # ---------------------------------------------------------------------------------------------------
 # the judge: what course/grade.py and the Gradescope autograder grade with
 
-RUNNER = '''"""Grades the submission with attention_lab's judge (attention_lab/gradescope.py): the submission runs
-as an unprivileged user and hands out observations; a separate Python process computes the scores."""
+RUNNER = '''"""Grades the submission with the judge this zip carries (attention_lab/gradescope.py): the notebook
+runs as an unprivileged user and only answers the judge's calls of its code; the judge's process computes the scores."""
 
-from attention_lab.gradescope import main
+import sys
+
+sys.path.insert(0, "/autograder/source")  # the package of this zip's release, not one installed from git
+
+from attention_lab.gradescope import main  # noqa: E402
 
 if __name__ == "__main__":
     main(["/autograder"])
 '''
+# seconds a chapter's notebook may run when graded (its own time: the judge's is not counted), four to ten
+# times what its worked solutions took in the sandbox on the 2-core machine at load 3 (chapter 1: 2.7 s,
+# 2: 5.0, 3: 9.0, 4: 3.3, 5: 3.0, 6: 22.7, torch's import included); --timeout overrides
+TIME_LIMITS = {"03_scaled_dot_product": 45, "06_trained_head": 90}
+TIME_LIMIT = 30  # every other chapter
 
 
 def judge_spec(stem: str, graded: list[Question], seed: int) -> dict:
-    """The graded exercises of a chapter as attention_lab.observe and attention_lab.judge read them."""
-    return {"chapter": stem, "seed": seed, "questions": [
+    """The graded exercises of a chapter as attention_lab.judge reads them, with its time limit."""
+    return {"chapter": stem, "seed": seed, "timeout": TIME_LIMITS.get(stem, TIME_LIMIT), "questions": [
         {"number": q.number, "name": q.name, "points": POINTS,
          "checks": [{"name": c.name, "arguments": c.arguments} for c in q.checks]} for q in graded]}
 
 
-def use_judge(zip_path: Path, spec: dict) -> None:
+def mark(spec: dict) -> dict:
+    """The release mark a chapter's graded edition carries in its metadata (``attention_lab.graded``): the
+    release it was built from and the fingerprint of its rules (course/releases.py)."""
+    return {"release": releases.release_name(), "rules": releases.fingerprint(ROOT, spec["questions"])}
+
+
+def _package(prefix: str, package: Path) -> dict[str, bytes]:
+    return {f"{prefix}attention_lab/{p.relative_to(package).as_posix()}": p.read_bytes()
+            for p in sorted(package.rglob("*")) if p.is_file() and "__pycache__" not in p.parts}
+
+
+def use_judge(zip_path: Path, spec: dict, older: list | None = None) -> None:
     """Make otter's autograder zip grade with the judge: its ``run_otter.py`` (which Gradescope's
-    ``run_autograder`` calls) runs :mod:`attention_lab.gradescope`, which reads ``grading_spec.json``.
-    Otter's tests stay in the zip, for ``otter run``."""
+    ``run_autograder`` calls) runs :mod:`attention_lab.gradescope`, which reads ``grading_spec.json``
+    (the questions, the seed, the time limit, the release and its fingerprint). The zip carries the
+    package as this tree holds it, and ``older`` rules (course/releases.py) under ``releases/NAME/``,
+    for the handouts of those releases. Otter's tests stay in the zip, for ``otter run``."""
     with zipfile.ZipFile(zip_path) as zf:
-        files = {name: zf.read(name) for name in zf.namelist()}
+        files = {name: zf.read(name) for name in zf.namelist() if not name.startswith(("attention_lab/", "releases/"))}
     files["run_otter.py"] = RUNNER.encode("utf-8")
-    files["grading_spec.json"] = json.dumps(spec, indent=1).encode("utf-8")
+    files["grading_spec.json"] = json.dumps({**spec, **mark(spec)}, indent=1).encode("utf-8")
+    files.update(_package("", PACKAGE))
+    for rules in older or []:
+        files.update(_package(f"releases/{rules.release}/", rules.root / "attention_lab"))
+        files[f"releases/{rules.release}/grading_spec.json"] = json.dumps(
+            {**rules.spec, "release": rules.release, "rules": rules.fingerprint, "unmarked": True}).encode("utf-8")
     with zipfile.ZipFile(zip_path, "w", zipfile.ZIP_DEFLATED) as zf:
         for name, data in files.items():
             zf.writestr(name, data)
@@ -398,14 +424,26 @@ def build(paths: list[Path], out: Path = OUT, *, run_tests: bool = True, book=No
         raise GradedEditionError("\n".join(errors))
     out.mkdir(parents=True, exist_ok=True)
     editions = []
-    for stem, master, graded, discussions in masters:
-        log(f"otter assign {stem}" + (" (then grading the solutions)" if run_tests else ""))
-        edition = assign(master, stem, out, run_tests=run_tests)
-        use_judge(edition.autograder_zip, judge_spec(stem, graded, random.SystemRandom().randrange(2**31)))
-        edition.questions = [q.name for q in graded]
-        edition.discussions = discussions
-        editions.append(edition)
+    with tempfile.TemporaryDirectory(prefix="graded-releases-") as scratch:
+        for stem, master, graded, discussions in masters:
+            log(f"otter assign {stem}" + (" (then grading the solutions)" if run_tests else ""))
+            edition = assign(master, stem, out, run_tests=run_tests)
+            seed = random.SystemRandom().randrange(2**31)
+            use_judge(edition.autograder_zip, judge_spec(stem, graded, seed), _older(stem, seed, Path(scratch), log))
+            edition.questions = [q.name for q in graded]
+            edition.discussions = discussions
+            editions.append(edition)
     return editions
+
+
+def _older(stem: str, seed: int, scratch: Path, log) -> list:
+    """The rules of v0.2.0 for ``stem``, whose handouts carry no mark, when this clone's git has them."""
+    try:
+        return [releases.of_release(releases.UNMARKED, stem, seed=seed, repo=ROOT, scratch=scratch,
+                                    timeout=TIME_LIMITS.get(stem, TIME_LIMIT))]
+    except releases.ReleaseError as exc:
+        log(f"{stem}: the zip grades v{releases.UNMARKED}'s handouts by this release's rules ({exc})")
+        return []
 
 
 

@@ -1,45 +1,32 @@
-"""Run one command on an untrusted submission, in a bubblewrap sandbox it cannot leave (used by course/grade.py).
+"""The bubblewrap sandbox a submitted notebook runs in (used by course/grade.py, through the judge).
 
 What the sandbox sees (``bwrap``, Debian's ``bubblewrap``): the system's ``/usr`` (and the ``/bin``,
-``/lib`` links into it), a few files of ``/etc``, the Python environment and the course's package
-``attention_lab/``, all read-only; the submission and the grading spec, read-only, under
-:data:`INSIDE`\\ ``/in``; one empty writable folder, :data:`INSIDE`\\ ``/out``; a private ``/tmp``, its own
-``/proc`` and ``/dev``. Nothing else of the machine exists for it: not the folder of submissions, not the
-gradebook, not the grader's command line. It gets no network (``--unshare-all``: its own network,
-process, user, IPC and hostname namespaces), no capabilities, and cannot make user namespaces of its own.
-Its processes die with it (``--die-with-parent``, and the process namespace ends with its first process).
-Limits (``prlimit``): address space (:data:`MEMORY`), size of a file written (:data:`FILE_SIZE`), no core
-files; the private ``/tmp`` holds at most :data:`TMP_SIZE`; and a wall-clock limit, after which the whole
-process group is killed. The writable folder has no total limit beyond the size of each file.
+``/lib`` links into it), a few files of ``/etc``, the Python environment and the package of the rules
+it is graded by (``attention_lab/``), all read-only; the grader's own two files that answer the judge
+(``observe.py``, ``wire.py``), read-only, under :data:`INSIDE`\\ ``/grader``; a private ``/tmp`` of at
+most :data:`TMP_SIZE`, in memory, gone with the sandbox; its own ``/proc`` and ``/dev``. Nothing else
+of the machine exists for it: not the folder of submissions, the gradebook, the grading spec or its
+seed, not the grader's command line; no folder of the machine is writable, so what it writes costs
+the machine nothing once it ends. Its notebook and every input come over one socket from the judge. It
+gets no network (``--unshare-all``: its own network, process, user, IPC and hostname namespaces), no
+capabilities, and cannot make user namespaces of its own. Its processes die with it
+(``--die-with-parent``, and the process namespace ends with its first process). Limits (``prlimit``):
+address space (:data:`MEMORY`), size of a file written (:data:`FILE_SIZE`), no core files.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-import signal
 import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 INSIDE = Path("/sandbox")
 MEMORY = 4 * 2**30  # bytes of address space; torch and any chapter run in under 2 GiB of it
-FILE_SIZE = 512 * 2**20  # the largest file the submission may write
-TMP_SIZE = 512 * 2**20  # bytes the private /tmp may hold (it lives in memory)
-TIMEOUT = 20.0  # seconds a submission may run
+FILE_SIZE = 256 * 2**20  # the largest file the submission may write (more than /tmp holds: ENOSPC first)
+TMP_SIZE = 128 * 2**20  # bytes the private /tmp may hold (it lives in memory)
 ETC = ("ld.so.cache", "passwd", "group", "nsswitch.conf", "localtime", "fonts", "mime.types")
-
-
-class SandboxError(RuntimeError):
-    """No sandbox can be made here; the message says why and what to do."""
-
-
-@dataclass
-class Outcome:
-    returncode: int | None  # None: killed at the time limit
-    seconds: float
-    log: str  # the end of what it printed
 
 
 def available() -> str | None:
@@ -89,26 +76,16 @@ def python() -> str:
     return str(venv) if venv.exists() else os.path.realpath(sys.executable)
 
 
-def probe(root: Path, scratch: Path) -> None:
-    """Make one sandbox that starts Python and imports torch; raise SandboxError, with its output, if none can."""
-    inbox, outbox = scratch / "probe-in", scratch / "probe-out"
-    inbox.mkdir()
-    outbox.mkdir()
-    cmd = command([python(), "-s", "-c", "import torch, attention_lab.checks"], root=root, inbox=inbox, outbox=outbox)
-    outcome = run(cmd, timeout=120, log=scratch / "probe.txt")
-    if outcome.returncode != 0:
-        raise SandboxError(f"the sandbox does not start Python here:\n{outcome.log}")
-
-
-def command(argv: list[str], *, root: Path, inbox: Path, outbox: Path, memory: int = MEMORY) -> list[str]:
-    """The full command: ``argv`` run in the sandbox, with ``inbox`` read-only and ``outbox`` writable."""
+def command(argv: list[str], *, root: Path, grader: Path, memory: int = MEMORY) -> list[str]:
+    """``argv`` run in the sandbox, with ``root/attention_lab`` (the rules' package) and ``grader`` (the
+    judge's files) read-only, ``grader`` at :data:`INSIDE`\\ ``/grader``."""
     package = root / "attention_lab"
     limits = ["prlimit", f"--as={memory}", f"--fsize={FILE_SIZE}", "--core=0", "--"]
     bwrap = ["bwrap", "--unshare-all", "--unshare-user", "--die-with-parent", "--new-session", "--disable-userns",
              "--cap-drop", "ALL", "--proc", "/proc", "--dev", "/dev",
              "--size", str(TMP_SIZE), "--tmpfs", "/tmp",  # first: binds may be under /tmp
              *_system(), *_python(), "--ro-bind", str(package), str(package),
-             "--ro-bind", str(inbox), str(INSIDE / "in"), "--bind", str(outbox), str(INSIDE / "out"),
+             "--ro-bind", str(grader), str(INSIDE / "grader"),
              "--chdir", "/tmp", "--clearenv",
              "--setenv", "PATH", f"{Path(python()).parent}:/usr/bin:/bin",
              "--setenv", "HOME", "/tmp", "--setenv", "PYTHONPATH", str(root),
@@ -116,25 +93,3 @@ def command(argv: list[str], *, root: Path, inbox: Path, outbox: Path, memory: i
              "--setenv", "IPYTHONDIR", "/tmp/ipython", "--setenv", "OMP_NUM_THREADS", "1",
              "--setenv", "PYTHONDONTWRITEBYTECODE", "1", "--"]
     return [*limits, *bwrap, *argv]
-
-
-def run(cmd: list[str], *, timeout: float = TIMEOUT, log: Path, env: dict | None = None,
-        cwd: Path | None = None) -> Outcome:
-    """Run ``cmd`` in a new session, its output into ``log``; kill the whole session at ``timeout``."""
-    import time
-
-    start = time.monotonic()
-    with open(log, "wb") as sink:
-        process = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=sink, stderr=subprocess.STDOUT,
-                                   start_new_session=True, env=env, cwd=cwd)
-        try:
-            returncode = process.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            returncode = None
-            # the session: bwrap, and with it (die-with-parent, the process namespace) all inside it
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
-    with open(log, "rb") as source:
-        source.seek(max(0, log.stat().st_size - 4000))
-        tail = source.read().decode("utf-8", "replace")
-    return Outcome(returncode, time.monotonic() - start, tail)

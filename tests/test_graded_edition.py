@@ -13,7 +13,6 @@ import re
 import json
 import subprocess
 import sys
-import textwrap
 import zipfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -30,6 +29,7 @@ from course import layout
 from course import myst
 from course import solution_audit
 from course import student_edition
+from grading_kit import DIVIDE_BY_DK, head
 
 ROOT = Path(__file__).resolve().parents[1]
 LESSONS = layout.chapters()
@@ -133,13 +133,15 @@ def test_each_test_calls_the_chapters_check_afresh_and_strict(stem, built):
         assert in_test == in_notebook
 
 
-def test_the_autograder_installs_this_release_and_the_tested_versions(built):
+def test_the_autograder_carries_this_release_and_installs_the_tested_versions(built):
     edition = built[ROUND_TRIP]
     env = yaml.safe_load(_zip_text(edition.autograder_zip, "environment.yml"))
     pip = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict))
-    url, _ = layout.repository()
     assert f"python={graded_edition.PYTHON_VERSION}" in env["dependencies"]
-    assert f"attention_lab @ git+{url}@{layout.release_ref()}" in pip
+    # the package is the zip's own copy of this tree's, not a release installed from git
+    assert not any("attention_lab" in line for line in pip)
+    carried = _zip_text(edition.autograder_zip, "attention_lab/__init__.py")
+    assert carried == (ROOT / "attention_lab/__init__.py").read_text()
     assert "otter-grader[grading,plugins]==7.0.0" in pip
     assert "torch==2.13.0" in pip and f"--extra-index-url {graded_edition.TORCH_CPU_INDEX}" in pip
     config = json.loads(_zip_text(edition.autograder_zip, "otter_config.json"))
@@ -212,24 +214,7 @@ def test_the_test_reads_every_name_the_check_call_uses_from_the_notebook():
 # ---------------------------------------------------------------------------------------------------
 # the round trip: four submissions graded with `otter run`
 
-WRONG_HEAD = textwrap.dedent('''\
-    class FixedHead(nn.Module):
-        """A head that divides the scores by d_k instead of its square root."""
-
-        def __init__(self, C, head_size, block_size):
-            super().__init__()
-            self.key = nn.Linear(C, head_size, bias=False)
-            self.query = nn.Linear(C, head_size, bias=False)
-            self.value = nn.Linear(C, head_size, bias=False)
-            self.register_buffer("tril", torch.tril(torch.ones(block_size, block_size)))
-
-        def forward(self, x):
-            T = x.shape[1]
-            k, q, v = self.key(x), self.query(x), self.value(x)
-            scores = q @ k.transpose(-2, -1) / k.shape[-1]
-            scores = scores.masked_fill(self.tril[:T, :T] == 0, float("-inf"))
-            return F.softmax(scores, dim=-1) @ v
-    ''')
+WRONG_HEAD = head("FixedHead", DIVIDE_BY_DK)  # the lesson's parts, scores divided by d_k
 
 
 def _answers(student, answers: dict[int, str]):

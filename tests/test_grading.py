@@ -1,359 +1,80 @@
-"""Tests of course/grade.py: a batch of honest, faulty and hostile submissions, each with its expected score.
+"""Tests of course/grade.py: batches of honest, faulty and hostile submissions, each with its expected row.
 
-The batch runs as an instructor runs it, `python -m course grade CHAPTER SUBMISSIONS --out OUT`, from a
-copy of the course under the test's temporary folder, on submissions there too; the hostile ones know
+The batches run as an instructor runs them, `python -m course grade CHAPTER SUBMISSIONS --out OUT`, from
+a copy of the course under the test's temporary folder, on submissions there too; the hostile ones know
 those paths and aim at them (and at nothing outside the temporary folder). Before and after, the test
 hashes the course's copy, the grader's folder and every submission: unchanged. It watches the grader's
 output as it goes, and stops at once if a probe file a submission tried to write outside its sandbox
-exists. Needs bubblewrap (`apt-get install -y bubblewrap`); without it only the refusal, `--unsandboxed`
-and zip tests run. The Gradescope runner's tests need root, as on Gradescope, where it drops to nobody.
+exists. The kinds and their rows are in tests/grading_kinds.py. Needs bubblewrap (`apt-get install -y
+bubblewrap`); without it only the refusal, `--unsandboxed`, judge-pool and zip tests run. The Gradescope
+runner's tests need root, as on Gradescope, where it drops to nobody; they run it in a view
+(tests/nobody_view.py) where nobody can read this Python and the course even from a checkout under a
+private folder (``mktemp -d``, /root) or made under ``umask 077``. A clone without the history of
+release 0.2.0 (a shallow one) skips what grades v0.2.0's handouts, and says so.
 """
 
 from __future__ import annotations
 
-import copy
 import csv
-import hashlib
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import textwrap
 import threading
 import time
 import uuid
+import zipfile
 from pathlib import Path
 
-import nbformat
 import pytest
 
-from course import grade, graded_edition
-from course import sandbox
+import nobody_view
+from attention_lab import judge
+from course import grade, graded_edition, releases, sandbox
+from grading_kinds import kinds as all_kinds
+from grading_kit import C1, C2, C5, MEMORY, RIGHT_1, ROOT, SEED, WRONG_1, Batch, notebook, tree_hash, v020_handout
 
-ROOT = Path(__file__).resolve().parents[1]
 NO_SANDBOX = sandbox.available()
 needs_bwrap = pytest.mark.skipif(NO_SANDBOX is not None, reason=f"needs a bubblewrap sandbox: {NO_SANDBOX}")
-MEMORY = 2 * 2**30  # the batch's limit, bytes of address space; the memory bomb asks for twice that
-SEED = 7
-
-C1, C5 = "01_plain_causal_average", "05_one_head"
-RIGHT_1 = '''
-def cumsum_average(x):
-    T = x.shape[1]
-    return x.cumsum(dim=1) / torch.arange(1, T + 1).view(T, 1)
-'''
-WRONG_1 = '''
-def cumsum_average(x):
-    return x.cumsum(dim=1) / x.shape[1]  # divides every position by T
-'''
+HAS_V020 = releases.commit_of(releases.UNMARKED, ROOT) is not None
+needs_v020 = pytest.mark.skipif(not HAS_V020, reason="needs release 0.2.0 in this clone's git history "
+                                                     "(a shallow clone has none)")
+OUTS = {C1: "out", C5: "out-5"}
 
 
-def _notebook(stem: str, answers: dict | None = None, *, first: str = "", last: str = "") -> str:
-    """A graded notebook of ``stem``: the stubs, each answered with ``answers[number]`` (code appended to the
-    stub; "solution" for the chapter's own), a cell of ``first`` after the set-up cells, ``last`` at the end."""
-    student, graded = grade._chapter(stem)
-    nb = copy.deepcopy(student)
-    for q in graded:
-        answer = (answers or {}).get(q.number)
-        if answer is not None:
-            code = q.solution if answer == "solution" else textwrap.dedent(answer)
-            nb.cells[q.stub].source += "\n\n\n" + code
-    code_cells = [i for i, c in enumerate(nb.cells) if c.cell_type == "code"]
-    if last:
-        nb.cells.append(nbformat.v4.new_code_cell(textwrap.dedent(last)))
-    if first:
-        nb.cells.insert(code_cells[1] + 1, nbformat.v4.new_code_cell(textwrap.dedent(first)))
-    nb.metadata["otter"] = {"assignment_name": stem}
-    return nbformat.writes(nb)
+def _place(folder: Path, path: str | bytes, text: str | bytes, link: str = "") -> None:
+    """A kind's file (or folder, for a path ending in /; or a link to ``link``) in the submissions folder."""
+    if link:
+        (folder / path).symlink_to(link)
+        return
+    if isinstance(path, bytes):
+        with open(os.path.join(os.fsencode(folder), path), "wb") as f:
+            f.write(text.encode() if isinstance(text, str) else text)
+        return
+    target = folder / path
+    if path.endswith("/"):
+        target.mkdir(parents=True)
+        return
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(text, encoding="utf-8") if isinstance(text, str) else target.write_bytes(text)
 
 
-def _hash(folder: Path, skip: tuple[str, ...] = ()) -> dict[str, str]:
-    out = {}
-    for path in sorted(folder.rglob("*")):
-        rel = path.relative_to(folder).as_posix()
-        if any(rel == s or rel.startswith(s + "/") for s in skip) or "__pycache__" in rel:
-            continue
-        out[rel] = "dir" if path.is_dir() else hashlib.sha256(path.read_bytes()).hexdigest()
-    return out
+def _hashes(batch) -> tuple:
+    return tree_hash(batch.course), tree_hash(batch.grader, skip=tuple(OUTS.values())), tree_hash(batch.submissions)
 
 
-class Batch:
-    """The folders of one test batch: tmp/course (a copy of the course), tmp/grader (the grader's folder,
-    with submissions/ and out/)."""
-
-    def __init__(self, tmp: Path):
-        self.tmp, self.course, self.grader = tmp, tmp / "course", tmp / "grader"
-        files = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
-        for rel in files.decode().split("\0"):
-            if rel and (ROOT / rel).is_file() and not rel.startswith(("notebooks/", "student/", "tests/browser")):
-                (self.course / rel).parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(ROOT / rel, self.course / rel)
-        self.submissions = self.grader / "submissions"
-        self.submissions.mkdir(parents=True)
-        (self.grader / "notes.txt").write_text("the grader's own file\n")
-
-    def probes(self) -> list[Path]:
-        """Files a hostile submission tried to write outside its sandbox: none may exist."""
-        return [p for p in self.tmp.rglob("PROBE*")]
-
-    def run(self, stem: str, *extra: str, out: str = "out", env: dict | None = None) -> tuple[list[str], int]:
-        """Run the grader from the course's copy; stop at once if a probe appears. (lines printed, exit status)"""
-        cmd = [sys.executable, "-m", "course", "grade", stem, str(self.submissions),
-               "--out", str(self.grader / out), *extra]
-        environment = env or {**os.environ, "PYTHONPATH": str(self.course)}
-        process = subprocess.Popen(cmd, cwd=self.grader, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                   text=True, env=environment, start_new_session=True)
-        lines = []
-        for line in process.stdout:
-            lines.append(line.rstrip("\n"))
-            if leaked := self.probes():
-                os.killpg(process.pid, 9)
-                pytest.fail(f"a submission wrote outside its sandbox: {leaked} (after: {line})")
-        return lines, process.wait()
-
-    def gradebook(self, out: str = "out") -> dict[str, dict]:
-        with open(self.grader / out / "gradebook.csv", newline="", encoding="utf-8") as f:
-            return {row["student"]: row for row in csv.DictReader(f)}
-
-
-def _kinds(batch: Batch, port: int, marker: str) -> dict[str, tuple[str, str, int, str]]:
-    """kind -> (chapter, notebook text, expected total, a phrase its feedback must hold)."""
-    tmp, grader, course, subs = batch.tmp, batch.grader, batch.course, batch.submissions
-    probe = f'''
-        import os, pathlib
-        def _probe(where):
-            for folder in [{str(tmp)!r}, {str(grader)!r}, {str(course)!r}, {str(course / "attention_lab")!r}, where]:
-                try:
-                    pathlib.Path(folder, "PROBE-" + str(os.getpid())).write_text("escaped")
-                except OSError:
-                    pass
-    '''
-    solutions5 = {"5.1": "solution", "5.2": "solution", "5.3": "solution"}
-    # the class exercise 5.3 asks for, as its check cell names it
-    name = next(c["arguments"] for q in grade.spec(C5, SEED)["questions"] for c in q["checks"]
-                if c["name"] == "check_head")
-
-    def head(forward: str) -> str:
-        """The exercise's head class with the lesson's parts and the given forward."""
-        return textwrap.dedent(f'''
-            class {name}(nn.Module):
-                def __init__(self, C, head_size, block_size):
-                    super().__init__()
-                    self.key = nn.Linear(C, head_size, bias=False)
-                    self.query = nn.Linear(C, head_size, bias=False)
-                    self.value = nn.Linear(C, head_size, bias=False)
-                    self.register_buffer("tril", torch.tril(torch.ones(block_size, block_size)))
-        ''') + textwrap.indent(textwrap.dedent(forward), "    ")
-
-    kinds = {
-        # honest answers, right, partly right and each named mistake
-        "right": (C1, _notebook(C1, {"1.1": RIGHT_1}), 1, "passed"),
-        "untouched": (C1, _notebook(C1), 0, "not yet implemented: fill in `cumsum_average`"),
-        "divide-by-T": (C1, _notebook(C1, {"1.1": WRONG_1}), 0, "you divided every position by T"),
-        "no-cumsum": (C1, _notebook(C1, {"1.1": '''
-            def cumsum_average(x):
-                T = x.shape[1]
-                w = torch.tril(torch.ones(T, T))
-                return (w / w.sum(1, keepdim=True)) @ x
-            '''}), 0, "right numbers, but no cumsum"),
-        "counts-axis-error": (C1, _notebook(C1, {"1.1": '''
-            def cumsum_average(x):
-                T = x.shape[1]
-                return x.cumsum(dim=1) / torch.arange(1, T + 1)
-            '''}), 0, "your counts have shape (8,)"),
-        "right-5": (C5, _notebook(C5, solutions5), 3, "passed"),
-        "untouched-5": (C5, _notebook(C5), 0, f"not yet implemented: fill in `{name}`"),
-        "d_k-5": (C5, _notebook(C5, {**solutions5, "5.3": head('''
-                def forward(self, x):
-                    T = x.shape[1]
-                    k, q, v = self.key(x), self.query(x), self.value(x)
-                    scores = q @ k.transpose(-2, -1) / k.shape[-1]
-                    scores = scores.masked_fill(self.tril[:T, :T] == 0, float("-inf"))
-                    return torch.softmax(scores, dim=-1) @ v
-            ''')}), 2, "dividing by d_k"),
-        "heads-mean-5": (C5, _notebook(C5, {**solutions5, "5.2": '''
-            def multihead_sdpa(heads, x):
-                q = torch.stack([h.query(x) for h in heads], 1)
-                k = torch.stack([h.key(x) for h in heads], 1)
-                v = torch.stack([h.value(x) for h in heads], 1)
-                return F.scaled_dot_product_attention(q, k, v, is_causal=True).mean(1)
-            '''}), 2, "you averaged the heads' outputs"),
-        # attacks from issue 23
-        "redefined-check": (C1, _notebook(C1, {"1.1": WRONG_1}, first='''
-            from attention_lab import checks
-            checks.check_cumsum_average = lambda *a, **k: True
-            '''), 0, "you divided every position by T"),
-        "replaced-fresh": (C1, _notebook(C1, {"1.1": WRONG_1}, first='''
-            from attention_lab import checks
-            class _Passing:
-                def __getattr__(self, name):
-                    return lambda *a, **k: True
-            checks.fresh = lambda: _Passing()
-            '''), 0, "no answer of `cumsum_average` was recorded"),
-        "fake-sys-modules": (C1, _notebook(C1, {"1.1": WRONG_1}, first='''
-            import sys, types, attention_lab
-            fake = types.ModuleType("attention_lab.checks")
-            fake.__getattr__ = lambda name: (lambda *a, **k: True)
-            fake.fresh = lambda: fake
-            sys.modules["attention_lab.checks"] = fake
-            attention_lab.checks = fake
-            '''), 0, "was recorded"),
-        "patched-allclose": (C1, _notebook(C1, {"1.1": WRONG_1}, first='''
-            torch.allclose = lambda *a, **k: True
-            torch.Tensor.allclose = lambda *a, **k: True
-            '''), 0, "you divided every position by T"),
-        "overwritten-test-files": (C1, _notebook(C1, {"1.1": WRONG_1}, first=probe + '''
-            import attention_lab
-            package = pathlib.Path(attention_lab.__file__).parent
-            passing = "def __getattr__(name):\\n    return lambda *a, **k: True\\n"
-            for path in [*package.rglob("*.py"), pathlib.Path("checks.py"), pathlib.Path("/sandbox/out/checks.py"),
-                         pathlib.Path("/sandbox/out/attention_lab/checks.py"), pathlib.Path("/sandbox/in/spec.json")]:
-                try:
-                    path.parent.mkdir(parents=True, exist_ok=True)
-                    path.write_text(passing)
-                except OSError:
-                    pass
-            _probe("/sandbox")
-            '''), 0, "you divided every position by T"),
-        "patched-otter-checker": (C1, _notebook(C1, {"1.1": WRONG_1}, first='''
-            from otter.execute import Checker
-            Checker.check = classmethod(lambda cls, *a, **k: None)
-            Checker._test_files = {}
-            '''), 0, "you divided every position by T"),
-        "detached-rewriter": (C1, _notebook(C1, {"1.1": WRONG_1}, first=f'''
-            import subprocess, sys
-            later = """# {marker}
-            import json, pathlib, time
-            for _ in range(60):  # a minute of rewriting what the grader reads, and where it writes
-                time.sleep(0.5)
-                for folder in [{str(grader)!r}, {str(grader / "out")!r}, "/sandbox/out"]:
-                    try:
-                        pathlib.Path(folder, "results.json").write_text(json.dumps({{"score": 1}}))
-                        pathlib.Path(folder, "PROBE-detached").write_text("escaped")
-                    except OSError:
-                        pass
-            """
-            for _ in range(3):  # a bounded few
-                subprocess.Popen([sys.executable, "-c", later], start_new_session=True,
-                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            '''), 0, "you divided every position by T"),
-        "forged-observations": (C1, _notebook(C1, {"1.1": WRONG_1}, last='''
-            import json, os, torch
-            seed = json.load(open("/sandbox/in/spec.json"))["seed"]
-            returned = {"kind": "returned", "value": {"kind": "tensor", "key": "t0"}}
-            calls = {"0": [{"digest": "0" * 64, "outcome": returned, "watch": {"calls": {"cumsum": 1}}}] * 4}
-            entry = {"check": "check_cumsum_average", "calls": calls, "arguments": [
-                {"kind": "callable", "handle": 0, "name": "cumsum_average"}]}
-            torch.save({"t0": torch.zeros(4, 8, 384)}, "/sandbox/out/tensors.pt")
-            json.dump({"seed": seed, "questions": {"1.1": [entry]}}, open("/sandbox/out/observations.json", "w"))
-            os._exit(0)
-            '''), 0, "no answer of `cumsum_average` was recorded for the inputs the grader chose"),
-        "os-exit": (C1, _notebook(C1, {"1.1": RIGHT_1}, first="import os\nos._exit(1)\n"), 0,
-                    "died (exit status 1)"),
-        "endless-loop": (C1, _notebook(C1, {"1.1": RIGHT_1}, first="while True:\n    pass\n"), 0, "timed out"),
-        "malformed": (C1, _notebook(C1, {"1.1": RIGHT_1})[:5000], 0, "not a readable notebook"),
-        "empty": (C1, "", 0, "the file is empty"),
-        "wrong-chapter": (C1, _notebook(C5, solutions5), 0, f"wrong chapter: this is the graded notebook of {C5}"),
-        "memory-bomb": (C1, _notebook(C1, {"1.1": f'''
-            def cumsum_average(x):
-                big = torch.empty({2 * MEMORY}, dtype=torch.uint8)  # one allocation, twice the limit, untouched
-                T = x.shape[1]
-                return x.cumsum(dim=1) / torch.arange(1, T + 1).view(T, 1)
-            '''}), 0, "raised RuntimeError"),
-        "other-submissions": (C1, _notebook(C1, first=probe + f'''
-            import json, shutil
-            subs = pathlib.Path({str(subs)!r})
-            for path in [subs / "right.ipynb", subs / "right-5.ipynb"]:
-                try:  # copy the right answer, if another submission can be read
-                    cells = json.loads(path.read_text())["cells"]
-                    exec("".join(next(c["source"] for c in cells if "return x.cumsum" in "".join(c["source"]))))
-                except (OSError, StopIteration, ValueError):
-                    pass
-                for harm in (lambda: path.write_text("{{}}"), lambda: path.unlink()):
-                    try:
-                        harm()
-                    except OSError:
-                        pass
-            try:
-                shutil.rmtree(subs)
-            except OSError:
-                pass
-            _probe(str(subs))
-            '''), 0, "not yet implemented: fill in `cumsum_average`"),
-        "network": (C1, _notebook(C1, first=f'''
-            import socket
-            reached = []
-            for address in [("127.0.0.1", {port}), ("1.1.1.1", 80), ("pypi.org", 443)]:
-                try:
-                    socket.create_connection(address, timeout=2).sendall(b"escaped")
-                    reached.append(address)
-                except OSError:
-                    pass
-            if reached:  # the right answer, only if the network was there
-                exec({RIGHT_1!r})
-            '''), 0, "not yet implemented: fill in `cumsum_average`"),
-        "delete-grader-folder": (C1, _notebook(C1, {"1.1": WRONG_1}, first=probe + f'''
-            import shutil
-            found = {{os.environ.get("PWD"), os.environ.get("OLDPWD"), os.getcwd(), {str(grader)!r},
-                     {str(grader / "out")!r}, {str(subs)!r}, {str(course)!r}}}
-            for pid in [p for p in os.listdir("/proc") if p.isdigit()] + [str(os.getppid())]:
-                try:
-                    argv = pathlib.Path("/proc", pid, "cmdline").read_bytes().split(b"\\0")
-                except OSError:
-                    continue
-                for arg in argv:
-                    path = pathlib.Path(arg.decode(errors="replace"))
-                    if path.is_absolute():
-                        found.update(str(p) for p in [path, *path.parents])
-            for path in sorted(p for p in found if p):
-                if path.startswith({str(tmp)!r}):  # never anything outside the test's folder, sandbox or not
-                    shutil.rmtree(path, ignore_errors=True)
-                    try:
-                        os.remove(path)
-                    except OSError:
-                        pass
-            _probe(os.environ.get("PWD") or "/")
-            '''), 0, "you divided every position by T"),
-        "noisy": (C1, _notebook(C1, {"1.1": RIGHT_1}, first='''
-            import os
-            for _ in range(200):
-                print("x" * 100_000)
-                os.write(1, b"y" * 100_000)
-            '''), 1, "passed"),
-        "zeroes-own-key-5": (C5, _notebook(C5, {**solutions5, "5.3": head('''
-                def forward(self, x):  # no attention: a causal mean of v, and a key that makes it look right
-                    with torch.no_grad():
-                        self.key.weight.zero_()
-                    T = x.shape[1]
-                    w = self.tril[:T, :T] / self.tril[:T, :T].sum(-1, keepdim=True)
-                    return w @ self.value(x)
-            ''')}), 2, "Exercise 5.3: 0 of 1"),
-        "allclose-no-attention-5": (C5, _notebook(C5, {
-            "5.1": '''
-                def real_batch_weights():
-                    T = x.shape[1]
-                    w = torch.tril(torch.ones(T, T))
-                    return (w / w.sum(-1, keepdim=True)).expand(x.shape[0], T, T)
-                ''',
-            "5.2": '''
-                def multihead_sdpa(heads, x):
-                    q = torch.zeros(x.shape[0], 1, x.shape[1], 1)
-                    F.scaled_dot_product_attention(q, q, q)
-                    return torch.cat([h.value(x) for h in heads], -1)
-                ''',
-            "5.3": head('''
-                def forward(self, x):
-                    return self.value(x)
-                ''')}, first="torch.allclose = lambda *a, **k: True\n"), 0, "Exercise 5.1: 0 of 1"),
-    }
-    return kinds
+def _scratch() -> set[str]:
+    return {p.name for p in Path(tempfile.gettempdir()).glob("grading-*")}
 
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
-    """Every kind of submission graded in two batches (chapters 1 and 5): (batch, kinds, books, seconds)."""
+    """Every kind graded in two batches (chapters 1 and 5): what the tests below read."""
     if NO_SANDBOX:
         pytest.skip(f"needs a bubblewrap sandbox: {NO_SANDBOX}")
     batch = Batch(tmp_path_factory.mktemp("grading"))
@@ -361,44 +82,40 @@ def graded(tmp_path_factory):
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen()
-    listener.settimeout(0.5)
     reached = []
 
     def accept():
-        while listener.fileno() != -1:
-            try:
-                reached.append(listener.accept())
-            except OSError:
-                if listener.fileno() == -1:
-                    return
+        try:
+            reached.append(listener.accept())
+        except OSError:  # closed at the end
+            pass
 
     threading.Thread(target=accept, daemon=True).start()
-    kinds = _kinds(batch, listener.getsockname()[1], marker)
-    books, seconds = {}, {}
+    kinds = all_kinds(batch, listener.getsockname()[1], marker)
+    handout = v020_handout(C5, tmp_path_factory.mktemp("v020"))
+    if handout is not None:  # v0.2.0's own graded solutions: full marks, by v0.2.0's rules, and flagged
+        from grading_kinds import Kind
+
+        kinds["v0.2.0-handout-5"] = Kind(C5, handout, 3, "passed", flag="graded by v0.2.0's rules")
+    before_scratch, seconds, lines_of = _scratch(), {}, {}
     for stem in (C1, C5):
-        for old in batch.submissions.iterdir():
-            old.unlink()
-        for kind, (chapter, text, _, _) in kinds.items():
-            if chapter == stem:
-                (batch.submissions / f"{kind}.ipynb").write_text(text, encoding="utf-8")
-        before = _hash(batch.course), _hash(batch.grader, skip=("out", "out-5")), _hash(batch.submissions)
+        for old in list(batch.submissions.iterdir()):
+            judge.remove(old)
+        for kind, k in kinds.items():
+            if k.chapter == stem:
+                _place(batch.submissions, k.path or f"{kind}.ipynb", k.text, k.link)
+        before = _hashes(batch)
         start = time.monotonic()
-        out = "out" if stem == C1 else "out-5"
-        # chapter 1's time limit is fixed (importing otter, which one attack patches, is slow on a busy
-        # machine); chapter 5's is calibrated on its solutions, as by default
-        limit = ["--timeout", "45"] if stem == C1 else []
-        lines, status = batch.run(stem, "--seed", str(SEED), "--jobs", "2", "--memory", str(MEMORY / 2**30),
-                                  *limit, out=out)
-        seconds[stem] = (time.monotonic() - start, len(list(batch.submissions.iterdir())), lines)
+        lines, status = batch.run(stem, "--seed", str(SEED), "--jobs", "3", "--memory", str(MEMORY / 2**30),
+                                  out=OUTS[stem])
+        seconds[stem] = (time.monotonic() - start, sum(k.chapter == stem for k in kinds.values()))
+        lines_of[stem] = lines
         assert status == 0, "\n".join(lines)
-        after = _hash(batch.course), _hash(batch.grader, skip=("out", "out-5")), _hash(batch.submissions)
-        assert after == before, "the course, the grader's folder or a submission changed"
-        books.update({k: (stem, row, (batch.grader / out / "feedback" / f"{k}.txt").read_text())
-                      for k, row in batch.gradebook(out).items()})
+        assert _hashes(batch) == before, "the course, the grader's folder or a submission changed"
     time.sleep(1)
     survivors = [p for p in Path("/proc").iterdir() if p.name.isdigit() and _cmdline_has(p, marker)]
     listener.close()
-    return batch, kinds, books, seconds, survivors, reached
+    return batch, kinds, seconds, lines_of, survivors, reached, _scratch() - before_scratch
 
 
 def _cmdline_has(proc: Path, marker: str) -> bool:
@@ -408,87 +125,172 @@ def _cmdline_has(proc: Path, marker: str) -> bool:
         return False
 
 
+def _row(batch, kind: str, k) -> tuple[dict, str]:
+    path = k.path if isinstance(k.path, str) else ""
+    label = k.label or path or f"{kind}.ipynb"
+    row = batch.gradebook(OUTS[k.chapter])[label]
+    return row, batch.feedback(row, OUTS[k.chapter])
+
+
 @needs_bwrap
-def test_every_kind_gets_its_expected_score(graded):
-    batch, kinds, books, seconds, _, _ = graded
+def test_every_kind_gets_its_expected_row(graded):
+    batch, kinds, seconds, lines_of, _, _, _ = graded
+    peaks = {}
+    for lines in lines_of.values():
+        for line in lines:
+            if m := re.match(r"(.*?): \d+/\d+.*judge peak (\d+) MiB\]", line):
+                peaks[m.group(1)] = int(m.group(2))
     table, wrong = [], []
-    for kind, (_, _, expected, phrase) in kinds.items():
-        stem, row, feedback = books[kind]
+    for kind, k in kinds.items():
+        row, feedback = _row(batch, kind, k)
         got = int(row["total"])
-        table.append(f"{kind:26} {stem[:2]}  expected {expected}  got {got}  {row['reason'][:70]}")
-        if got != expected or phrase not in feedback:
-            wrong.append(f"{kind}: expected {expected} and {phrase!r}, got {got}:\n{feedback}")
-    timing = [f"{stem}: {s:.0f} s for {n} submissions" for stem, (s, n, _) in seconds.items()]
-    print("\n".join(table + timing))
-    assert len(kinds) >= 25
+        peak = peaks.get(row["submission"][:79], "-")
+        table.append(f"{kind:24} {k.chapter[:2]}  expected {k.expected}  got {got}  judge {peak} MiB  "
+                     f"{(row['reason'] or row['flags'])[:60]}")
+        if got != k.expected or k.phrase not in " ".join(feedback.split()) or k.flag not in row["flags"]:
+            wrong.append(f"{kind}: expected {k.expected}, {k.phrase!r} and flag {k.flag!r}, got {got}, "
+                         f"flags {row['flags']!r}:\n{feedback}")
+    timing = [f"{stem}: {s:.0f} s for {n} submissions" for stem, (s, n) in seconds.items()]
+    print("\n".join(table + timing + [f"largest judge peak: {max(peaks.values())} MiB"]))
+    assert len(kinds) >= 62
     assert not wrong, "\n\n".join(wrong)
 
 
 @needs_bwrap
-def test_nothing_outlives_its_sandbox_or_reaches_the_network(graded):
-    batch, _, books, _, survivors, reached = graded
+def test_nothing_outlives_its_sandbox_or_reaches_the_network_and_scratch_goes(graded):
+    batch, _, _, _, survivors, reached, left = graded
     assert survivors == [], "a detached process of a submission outlived its sandbox"
     assert reached == [], "a submission reached a server on the grader's machine"
     assert batch.probes() == []
     assert not (batch.grader / "results.json").exists() and not (batch.grader / "out" / "results.json").exists()
+    assert left == set(), f"scratch folders left behind: {left}"
 
 
 @needs_bwrap
-def test_rows_name_the_seed_and_the_sandbox(graded):
-    _, _, books, _, _, _ = graded
-    for stem, row, feedback in books.values():
-        assert row["seed"] == str(SEED) and row["sandbox"] == "bubblewrap"
-        assert f"seed {SEED}" in feedback
-        assert "\n" not in row["reason"]
+def test_rows_name_the_seed_the_sandbox_the_release_and_the_chapters_time_limit(graded):
+    batch, kinds, _, _, _, _, _ = graded
+    limits = {stem: f"{graded_edition.TIME_LIMITS.get(stem, graded_edition.TIME_LIMIT)} s" for stem in OUTS}
+    for stem, out in OUTS.items():
+        book = batch.gradebook(out)
+        assert len(book) == len({str(k.label or k.path or kind) for kind, k in kinds.items() if k.chapter == stem})
+        for row in book.values():
+            assert row["seed"] == str(SEED) and row["sandbox"] == "bubblewrap" and row["time limit"] == limits[stem]
+            assert row["release"] in (releases.release_name(batch.course), "v0.2.0")
+            assert "\n" not in row["reason"] and f"seed {SEED}" in batch.feedback(row, out)
 
 
 @needs_bwrap
-def test_same_seed_same_gradebook(tmp_path):
-    batch = Batch(tmp_path)
-    for kind, answer in [("right", RIGHT_1), ("divide-by-T", WRONG_1)]:
-        (batch.submissions / f"{kind}.ipynb").write_text(_notebook(C1, {"1.1": answer}))
-    books = []
-    for out in ("a", "b"):
-        lines, status = batch.run(C1, "--seed", "11", "--timeout", "60", "--jobs", "2", out=out)
-        assert status == 0, "\n".join(lines)
-        books.append((batch.grader / out / "gradebook.csv").read_text())
-    assert books[0] == books[1]
-    rows = [line.split(",") for line in books[0].splitlines()[1:]]  # sorted by student
-    assert [row[:4] for row in rows] == [["divide-by-T", "0", "0", "1"], ["right", "1", "1", "1"]]
-    assert {row[-2] for row in rows} == {"11"}
+def test_no_escape_reaches_the_gradebook_the_feedback_or_the_console(graded):
+    batch, kinds, _, lines_of, _, _, _ = graded
+    out = batch.grader / "out"
+    texts = [(out / "gradebook.csv").read_text(), *(p.read_text() for p in out.rglob("*.txt"))]
+    texts += ["\n".join(lines) for lines in lines_of.values()]
+    assert not any("\x1b" in t or "\u202e" in t or "\x07" in t for t in texts)
+    row, _ = _row(batch, "escapes", kinds["escapes"])
+    assert "\\x1b]0;owned\\x07" in row["reason"] and "\\u202e" in row["reason"]
+    assert "'=HYPERLINK(" in (out / "gradebook.csv").read_text()  # a formula, shown as text
+
+
+@needs_bwrap
+def test_a_log_keeps_the_end_of_what_a_notebook_printed(graded):
+    batch, kinds, _, _, _, _, _ = graded
+    row, _ = _row(batch, "noisy", kinds["noisy"])
+    log = batch.grader / "out" / row["feedback"].replace("feedback/", "logs/")
+    assert log.stat().st_size < judge.LOG_TAIL + 8192
+    left_out = int(re.search(r"\[([\d,]+) bytes before these left out\]", log.read_text()).group(1).replace(",", ""))
+    assert left_out > 10**8 and "check_cumsum_average passed" in log.read_text()  # the end, where the check ran
+    sizes = [p.stat().st_size for p in (batch.grader / "out").rglob("*") if p.is_file()]
+    assert max(sizes) < judge.LOG_TAIL + 8192  # each file of the out folder: whatever the notebook did
 
 
 def test_refuses_without_a_sandbox_unless_told(tmp_path):
     submissions, out = tmp_path / "subs", tmp_path / "out"
     submissions.mkdir()
-    (submissions / "right.ipynb").write_text(_notebook(C1, {"1.1": RIGHT_1}))
+    (submissions / "right.ipynb").write_text(notebook(C1, {"1.1": RIGHT_1}))
     env = {"PATH": str(tmp_path), "PYTHONPATH": str(ROOT), "HOME": str(tmp_path)}  # no bwrap on this PATH
     cmd = [sys.executable, "-m", "course", "grade", C1, str(submissions), "--out", str(out), "--seed", "1"]
     refused = subprocess.run(cmd, capture_output=True, text=True, env=env)
     assert refused.returncode == 2
     assert "refusing to grade: bubblewrap is not installed" in refused.stderr and "--unsandboxed" in refused.stderr
     assert not out.exists()
-    ran = subprocess.run([*cmd, "--unsandboxed", "--timeout", "60"], capture_output=True, text=True, env=env)
+    env["PATH"] = "/usr/bin:/bin"  # rm, setpriv and prlimit, but the test cannot take bwrap away there
+    ran = subprocess.run([*cmd, "--unsandboxed"], capture_output=True, text=True, env=env)
     assert ran.returncode == 0, ran.stdout + ran.stderr
-    rows = [line for line in ran.stdout.splitlines() if line.startswith("right:")]
-    assert "right: 1/1" in rows[-1] and all(grade.UNSANDBOXED in line for line in rows)
-    with open(out / "gradebook.csv", newline="") as f:
-        book = {r["student"]: r for r in csv.DictReader(f)}
-    assert book["right"]["total"] == "1"
-    assert {r["sandbox"] for r in book.values()} == {"NONE (--unsandboxed)"}
+    rows = [line for line in ran.stdout.splitlines() if line.startswith("right.ipynb:")]
+    assert "right.ipynb: 1/1" in rows[-1] and all(grade.UNSANDBOXED in line for line in rows)
+    with open(out / "gradebook.csv", newline="", encoding="utf-8") as f:
+        [row] = list(csv.DictReader(f))
+    assert (row["submission"], row["total"], row["sandbox"]) == ("right.ipynb", "1", "NONE (--unsandboxed)")
+
+
+def test_a_judge_that_dies_is_replaced_and_only_its_submission_loses(tmp_path):
+    """course/grade.py's pool of judges, with a stand-in judge that dies on one submission."""
+    grader = tmp_path / "grader"
+    grader.mkdir()
+    (grader / "judge.py").write_text(textwrap.dedent('''
+        import json, os, sys
+        for line in sys.stdin:
+            job = json.loads(line)
+            if "crash" in job["path"]:
+                print("judge: out of memory", file=sys.stderr)
+                os._exit(9)
+            print(json.dumps({"n": job["n"], "verdicts": {"Exercise 1.1": {"points": 1, "message": "passed"}}}),
+                  flush=True)
+        '''))
+    rules = releases.Rules("test", ROOT, {"timeout": 1, "questions": []}, "f" * 16)
+    pool = grade.Judges(rules, {"timeout": 1}, tmp_path, grader, jobs=2)
+    jobs = [{"n": n, "path": f"/x/{'crash' if n in (2, 5) else 'fine'}-{n}.ipynb"} for n in range(8)]
+    start = time.monotonic()
+    results = pool.run(jobs)
+    assert time.monotonic() - start < 20
+    assert {n for n, r in results.items() if r.get("verdicts")} == {0, 1, 3, 4, 6, 7}
+    for n in (2, 5):
+        assert "the judge stopped while judging this submission (exit status 9: judge: out of memory)" \
+            in results[n]["reason"]
+
+
+@pytest.fixture(scope="module")
+def zip_1(tmp_path_factory):
+    """Chapter 1's graded edition as `make graded` writes it (otter's own check of the solutions skipped)."""
+    out = tmp_path_factory.mktemp("graded")
+    [edition] = graded_edition.build([ROOT / "lessons" / f"{C1}.ipynb"], out, run_tests=False, log=lambda *_: None)
+    return edition
+
+
+def test_the_zip_carries_the_package_the_judge_and_its_release(zip_1):
+    with zipfile.ZipFile(zip_1.autograder_zip) as zf:
+        names = set(zf.namelist())
+        runner = zf.read("run_otter.py").decode()
+        spec = json.loads(zf.read("grading_spec.json"))
+        pip = zf.read("environment.yml").decode()
+    assert "from attention_lab.gradescope import main" in runner and "/autograder/source" in runner
+    assert {"attention_lab/judge.py", "attention_lab/observe.py", "attention_lab/wire.py",
+            "attention_lab/checks/__init__.py"} <= names
+    assert not any("__pycache__" in n for n in names) and "attention_lab @ git+" not in pip
+    assert spec["release"] == releases.release_name(ROOT) and spec["timeout"] == graded_edition.TIME_LIMIT
+    assert spec["rules"] == releases.fingerprint(ROOT, spec["questions"])
+    assert ("releases/v0.2.0/grading_spec.json" in names) == HAS_V020
+    student = json.loads(zip_1.student.read_text())
+    assert student["metadata"]["attention_lab"]["graded"] == {"release": spec["release"], "rules": spec["rules"]}
+    note = "".join("".join(c["source"]) for c in student["cells"] if c["cell_type"] == "markdown")
+    assert f"(release {spec['release']})" in note
+
+
+GRADESCOPE = [("right", 1, "Graded by the rules of release"), ("hostile", 0, "you divided every position by T"),
+              pytest.param("v0.2.0-handout", 1, "graded by v0.2.0's rules", marks=needs_v020)]
 
 
 @pytest.mark.skipif(os.geteuid() != 0 or shutil.which("setpriv") is None,
                     reason="the Gradescope runner drops root to nobody with setpriv: needs root, as on Gradescope")
-@pytest.mark.parametrize("kind, expected", [("right", 1), ("rewrites-results", 0)])
-def test_gradescope_runner(tmp_path, kind, expected):
-    """The zip's runner, on an /autograder layout in tmp_path: the judge's score, whatever the notebook does."""
-
-    root = tmp_path / "autograder"
-    (root / "source").mkdir(parents=True)
+@pytest.mark.parametrize("kind, expected, phrase", GRADESCOPE)
+def test_gradescope_runner(zip_1, tmp_path, kind, expected, phrase):
+    """The zip as Gradescope runs it, on an /autograder layout in a folder of /tmp: the judge's score,
+    whatever the notebook does (writes the results and the spec later, hunts for the seed)."""
+    root = Path(tempfile.mkdtemp(prefix="autograder-")) / "autograder"  # like /autograder, which nobody may enter
+    root.parent.chmod(0o711)
+    with zipfile.ZipFile(zip_1.autograder_zip) as zf:
+        zf.extractall(root / "source")
     (root / "submission").mkdir()
-    spec = graded_edition.judge_spec(C1, grade._chapter(C1)[1], SEED)
-    (root / "source" / "grading_spec.json").write_text(json.dumps(spec))
     later = textwrap.dedent(f"""
         import json, pathlib, time
         for _ in range(20):  # ten seconds of writing a full score where the results go
@@ -501,52 +303,45 @@ def test_gradescope_runner(tmp_path, kind, expected):
                 except OSError:
                     pass
         """)
-    first = "" if kind == "right" else f"""
-        import subprocess, sys
+    hostile = f"""
+        import pathlib, subprocess, sys
         subprocess.Popen([sys.executable, "-c", {later!r}], start_new_session=True, stdin=subprocess.DEVNULL,
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for spec in pathlib.Path({str(root)!r}).rglob("grading_spec.json"):
+            try:
+                if '"seed"' in spec.read_text():
+                    exec({RIGHT_1!r})  # knowing the seed, it would answer right only when graded
+            except OSError:
+                pass
         """
-    answer = RIGHT_1 if kind == "right" else WRONG_1
-    (root / "submission" / f"{C1}.ipynb").write_text(_notebook(C1, {"1.1": answer}, first=first))
+    text = {"right": notebook(C1, {"1.1": RIGHT_1}), "hostile": notebook(C1, {"1.1": WRONG_1}, last=hostile),
+            "v0.2.0-handout": v020_handout(C1, tmp_path) if HAS_V020 else ""}[kind]
+    (root / "submission" / f"{C1}.ipynb").write_text(text)
     spec_before = (root / "source" / "grading_spec.json").read_bytes()
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    cmd = [sys.executable, "-m", "attention_lab.gradescope", str(root)]
-    base = os.path.realpath(sys.base_prefix)
-    if base.startswith("/root/") and NO_SANDBOX is not None:
-        pytest.skip(f"this Python lives under /root, where nobody cannot reach it, and bwrap cannot make a view "
-                    f"where it can: {NO_SANDBOX}")
-    if base.startswith("/root/"):  # where nobody cannot reach this Python, as in
-        # Gradescope's image before the runner opens the way: a view of this machine with a traversable /root
-        between = [str(p) for p in reversed(Path(base).parents) if str(p).startswith("/root/")]
-        folders = [arg for p in between for arg in ("--perms", "0755", "--dir", p)]
-        cmd = ["bwrap", "--dev-bind", "/", "/", "--perms", "0755", "--tmpfs", "/root", *folders,
-               "--ro-bind", base, base, *cmd]
-    ran = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
+    env = {**os.environ, "PYTHONPATH": ""}
+    # nobody must read this Python and the course: a view of them for that user where a private folder
+    # (mktemp -d, /root) or umask 077 keeps it out, as the runner's own _reachable() opens /root on Gradescope
+    reach = [ROOT, sys.prefix, sys.base_prefix]
+    cmd = [sys.executable, str(ROOT / "tests" / "nobody_view.py"), "--reach", *map(str, reach),
+           "--", sys.executable, str(root / "source" / "run_otter.py")]
+    runner = (root / "source" / "run_otter.py").read_text().replace('main(["/autograder"])', f'main([{str(root)!r}])')
+    (root / "source" / "run_otter.py").write_text(runner)
+    try:
+        ran = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
+        time.sleep(3)  # a process the notebook left behind had time to write, if it could
+        results = json.loads((root / "results" / "results.json").read_text()) if ran.returncode == 0 else None
+        spec_after = (root / "source" / "grading_spec.json").read_bytes()
+    finally:
+        judge.remove(root.parent)
+    if ran.returncode == nobody_view.CANNOT:
+        pytest.skip(ran.stderr.strip())
     assert ran.returncode == 0, ran.stderr
-    time.sleep(3)  # a process the notebook left behind had time to write, if it could
-    results = json.loads((root / "results" / "results.json").read_text())
     assert [t["name"] for t in results["tests"]] == ["Exercise 1.1"]
     assert results["score"] == expected, results
-    assert (root / "source" / "grading_spec.json").read_bytes() == spec_before
+    assert phrase in results["output"] + results["tests"][0]["output"], results
+    assert spec_after == spec_before
 
 
-def test_the_zip_runs_the_judge(tmp_path):
-    """graded_edition.use_judge: otter's runner replaced by attention_lab.gradescope, otter's tests kept."""
-    import zipfile
-
-    path = tmp_path / "autograder.zip"
-    with zipfile.ZipFile(path, "w") as zf:
-        zf.writestr("run_otter.py", "otter's runner")
-        zf.writestr("tests/Exercise 1.1.py", "otter's test")
-    spec = graded_edition.judge_spec(C1, grade._chapter(C1)[1], SEED)
-    graded_edition.use_judge(path, spec)
-    with zipfile.ZipFile(path) as zf:
-        assert "from attention_lab.gradescope import main" in zf.read("run_otter.py").decode()
-        assert zf.read("tests/Exercise 1.1.py") == b"otter's test"
-        assert json.loads(zf.read("grading_spec.json")) == spec
-
-
-C2 = "02_queries_keys_values"
 LAYOUT_2 = '''
 def one_way():
     query, key = nn.Linear(2, 2, bias=False), nn.Linear(2, 2, bias=False)
@@ -558,15 +353,21 @@ def one_way():
 
 
 @needs_bwrap
-def test_exercise_2_1_one_way_is_judged_from_the_sandbox_record(tmp_path):
-    """Exercise 2.1's check_one_way, which calls the learner's function with no arguments: observed in the
-    sandbox, judged outside, its mistake named in the feedback."""
+def test_exercise_2_1_judged_from_the_sandbox_the_same_twice_and_the_timeout_overrides(tmp_path):
+    """Exercise 2.1's check_one_way, which calls the learner's function with no arguments: run in the
+    sandbox, judged outside, its mistake named in the feedback; the same batch graded again gives the same
+    gradebook, byte for byte, and --timeout is the time limit of every row."""
     batch = Batch(tmp_path)
     for kind, answer in [("right", "solution"), ("in-out", LAYOUT_2)]:
-        (batch.submissions / f"{kind}.ipynb").write_text(_notebook(C2, {"2.1": answer}))
-    lines, status = batch.run(C2, "--seed", "11", "--timeout", "60", "--jobs", "2", out="out")
-    assert status == 0, "\n".join(lines)
-    book = batch.gradebook("out")
-    assert (book["right"]["total"], book["in-out"]["total"]) == ("1", "0"), book
-    feedback = (batch.grader / "out" / "feedback" / "in-out.txt").read_text()
-    assert "nn.Linear stores (out, in)" in " ".join(feedback.split()), feedback
+        (batch.submissions / f"{kind}.ipynb").write_text(notebook(C2, {"2.1": answer}))
+    books = []
+    for out in ("a", "b"):
+        lines, status = batch.run(C2, "--seed", "11", "--timeout", "60", "--jobs", "2", out=out)
+        assert status == 0, "\n".join(lines)
+        books.append((batch.grader / out / "gradebook.csv").read_text())
+    assert books[0] == books[1]
+    rows = batch.gradebook("a")
+    assert [(r["student"], r["Exercise 2.1"], r["total"], r["max"]) for r in rows.values()] == \
+        [("in-out", "0", "0", "1"), ("right", "1", "1", "1")]
+    assert {r["seed"] for r in rows.values()} == {"11"} and {r["time limit"] for r in rows.values()} == {"60 s"}
+    assert "nn.Linear stores (out, in)" in " ".join(batch.feedback(rows["in-out.ipynb"], "a").split())
