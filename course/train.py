@@ -1,8 +1,9 @@
-"""Train chapter 6's models from scratch and ship their weights and log (`make train`).
+"""Train chapter 6's and chapter 7's models from scratch and ship their weights and log (`make train`).
 
-Four models: the head model (:class:`attention_lab.training.HeadLM`), the bigram baseline, and two
+Five models: the head model (:class:`attention_lab.training.HeadLM`), the bigram baseline, and two
 variants of the head model, one whose attention is fixed to the identity (no look-back) and one
-with a residual connection around the head. Each is built from the same seed and trained on the
+with a residual connection around the head; and chapter 7's model,
+:class:`attention_lab.training.MultiHeadLM`, four heads of size 16 in place of the one of size 64. Each is built from the same seed and trained on the
 same random windows of the training split, on the CPU, with the batch size, steps and seed below;
 the bigram has a learning rate of its own, the three others share the head model's. Then each
 one's exact validation loss is measured and six files are written into ``attention_lab/data/``
@@ -10,7 +11,8 @@ one's exact validation loss is measured and six files are written into ``attenti
 
 - ``head_lm.pt``, ``head_lm_untrained.pt`` (its weights before the first step), ``bigram_lm.pt``,
   ``identity_lm.pt`` and ``residual_lm.pt``: state dicts, loaded by
-  :func:`attention_lab.training.load_trained`;
+  :func:`attention_lab.training.load_trained`; ``multi_head_lm.pt``, loaded by
+  :func:`attention_lab.training.load_multi`;
 - ``training_log.json``: hyperparameters, sizes, the loss curves, the final validation losses,
   the wall time, the thread count and the torch version.
 
@@ -41,7 +43,7 @@ STEPS = 3000
 # the best of the learning rates tried for the head model and the bigram; the two variants of the
 # head model take the head model's, so that they differ from it in one thing only
 LR = {"head": 2e-3, "bigram": 1e-2}
-KINDS = ("head", "bigram", "identity", "residual")
+KINDS = ("head", "bigram", "identity", "residual", "multi")
 LOG_EVERY = 100
 # one thread: the weights came out bit-identical with 1 and 2 threads, and on a 2-core machine that
 # is busy with anything else, two threads wait on each other (one comparison, not the shipped run: 133 s
@@ -148,6 +150,8 @@ def run(args) -> int:
         "bigram": bigram,
         "identity": results["identity"][2],
         "residual": results["residual"][2],
+        "multi": {"sizes": {"vocab_size": len(text.vocab()), "C": training.C, "n_head": training.N_HEAD,
+                            "block_size": training.BLOCK_SIZE}, **results["multi"][2]},
         "wall_time_s": round(wall, 1),
         "threads": args.threads,
         "torch": torch.__version__,
@@ -158,13 +162,15 @@ def run(args) -> int:
     torch.save(results["bigram"][1].state_dict(), args.out / training.BIGRAM_FILE)
     torch.save(results["identity"][1].state_dict(), args.out / training.IDENTITY_FILE)
     torch.save(results["residual"][1].state_dict(), args.out / training.RESIDUAL_FILE)
+    torch.save(results["multi"][1].state_dict(), args.out / training.MULTI_FILE)
     (args.out / training.LOG_FILE).write_text(dumps(log), encoding="utf-8")
 
     size = sum((args.out / name).stat().st_size for name in
                (training.HEAD_FILE, training.UNTRAINED_FILE, training.BIGRAM_FILE, training.IDENTITY_FILE,
-                training.RESIDUAL_FILE, training.LOG_FILE))
+                training.RESIDUAL_FILE, training.MULTI_FILE, training.LOG_FILE))
     print(f"validation loss (nats): head {head['val_loss']:.3f}, bigram {bigram['val_loss']:.3f}, "
-          f"identity {log['identity']['val_loss']:.3f}, residual {log['residual']['val_loss']:.3f} "
+          f"identity {log['identity']['val_loss']:.3f}, residual {log['residual']['val_loss']:.3f}, "
+          f"multi-head {log['multi']['val_loss']:.3f} "
           f"(untrained head {head['val_loss_untrained']:.3f})")
     threads = f"{args.threads} thread{'s' if args.threads != 1 else ''}"
     print(f"trained in {wall:.0f} s on {threads}; wrote {size / 1e6:.2f} MB into {args.out}")
