@@ -58,16 +58,19 @@ class ReferenceMultiHead(nn.Module):
         return [t.view(B, T, self.n_head, hs).transpose(1, 2) for t in (q, k, v)]
 
     def weights(self, x):  # (B, T, C) -> (B, n_head, T, T)
-        T = x.shape[1]
         q, k, _ = self.heads(x)
+        return self._weights(q, k)
+
+    def _weights(self, q, k):  # (B, nh, T, hs) each -> (B, nh, T, T)
+        T = q.shape[-2]
         scores = q @ k.transpose(-2, -1) / k.shape[-1] ** 0.5  # (B, nh, T, T)
         scores = scores.masked_fill(self.tril[:T, :T] == 0, float("-inf"))
         return F.softmax(scores, dim=-1)
 
     def forward(self, x, keep=None):  # x: (B, T, C); keep: (n_head,) of 0/1, heads to keep
         B, T, C = x.shape
-        _, _, v = self.heads(x)
-        out = self.weights(x) @ v  # (B, nh, T, T) @ (B, nh, T, hs) -> (B, nh, T, hs)
+        q, k, v = self.heads(x)
+        out = self._weights(q, k) @ v  # (B, nh, T, T) @ (B, nh, T, hs) -> (B, nh, T, hs)
         if keep is not None:  # a removed head's output is zero
             out = out * torch.as_tensor(keep, dtype=out.dtype).view(1, -1, 1, 1)
         out = out.transpose(1, 2).contiguous().view(B, T, C)  # (B, T, C), heads side by side

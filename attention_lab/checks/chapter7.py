@@ -16,8 +16,7 @@ import torch
 import torch.nn as nn
 
 from .engine import Case, _answer_is, _matches, _shape, _table
-from .running import _check, _fail_if_changed, _try
-from .trial import _Saved
+from .running import _check, _try
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -90,9 +89,7 @@ def check_split_heads(fn, *, trial):
         expected = t.double().view(B, T, nh, hs).transpose(1, 2)
         case = SplitCase(t=t.double(), B=B, T=T, C=C, n_head=nh, hs=hs)
         where = f"t of shape {_shape(t)} and n_head = {nh}"
-        saved = _Saved([t])
         _try(fn, (t, nh), expected, what="your heads", where=where, case=case, table=_SPLIT_ROWS, trial=trial)
-        _fail_if_changed(saved, ["t"], "split_heads", where)
     return ("your split is (B, n_head, T, hs), head h holding channels h·hs to (h + 1)·hs - 1 "
             "(tested T = 1 to 12, n_head = 3 to 5)")
 
@@ -215,7 +212,7 @@ def check_multi_head(fn, *, trial):
     for B, T, nh, hs in _layer_shapes(trial):
         C = nh * hs
         c_attn, c_proj = nn.Linear(C, 3 * C, bias=False), nn.Linear(C, C, bias=False)
-        trial.fill(c_attn, 0.5)
+        trial.fill(c_attn, 0.15)
         trial.fill(c_proj, 0.3)
         x = trial.randn(B, T, C)
         expected = layer(x, c_attn.weight, c_proj.weight, nh)
@@ -223,9 +220,7 @@ def check_multi_head(fn, *, trial):
                          w_proj=c_proj.weight.detach().double(), B=B, T=T, C=C, n_head=nh, hs=hs,
                          root_C=math.sqrt(C), root_hs=math.sqrt(hs))
         where = f"x of shape {_shape(x)}, {nh} heads of size {hs}"
-        saved = _Saved([x, c_attn, c_proj])
         _try(fn, (x, c_attn, c_proj, nh), expected, what="your output", where=where, case=case,
              table=_LAYER_ROWS, trial=trial)
-        _fail_if_changed(saved, ["x", "c_attn", "c_proj"], "multi_head", where)
     return ("your layer equals causal multi-head attention, heads side by side, then W_O (tested T = 1 to "
             "12, 2 to 5 heads of sizes 3 to 16)")
