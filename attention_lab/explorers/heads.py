@@ -8,8 +8,8 @@ import torch
 from attention_lab.explorers.base import BadInput, Explorer, floats, text_ids, unpack, vocabulary, weights_of
 from attention_lab.explorers.controls import Control, a_kind, text_box, toggle
 
-TOP = 3  # next characters named in the caption (the panel lists TOP_PANEL)
-TOP_PANEL = 5
+TOP = 3  # next characters named in the caption and listed in the panel (TOP_PANEL)
+TOP_PANEL = 3
 
 
 def _checked_model(model):
@@ -61,6 +61,8 @@ class HeadsExplorer(Explorer):
     name = "heads"
     label = "attention weights of the four heads of chapter 7's model, and its next character"
     figsize = (8.4, 3.0)
+    # two heads a row on a wide screen, one on a phone; the numbers in the trace panel, not in the cells
+    layout = {"max_cell": 1.6, "per_row": 2, "numbers_hidden": True}
 
     def __init__(self, model=None, lines=None):
         from attention_lab import text, training
