@@ -99,6 +99,11 @@ FACTS = [
     ("07_many_heads", "reference.CausalSelfAttention", "nanoGPT's names: ['c_attn.weight', 'c_proj.weight']"),
     ("07_many_heads", "checks.diagnose(batched)", "✓ scale 1/√d_k = 1/√16 (right) (each of the 4 heads)"),
     ("07_many_heads", "choice = torch._fused_sdp_choice", "4-D input takes: FLASH_ATTENTION\n3-D input takes: MATH"),
+    ("07_many_heads", "choice = torch._fused_sdp_choice", "3-D, flash only: refused (No available kernel."),
+    ("07_many_heads", "choice = torch._fused_sdp_choice", "4-D, flash only: ran"),
+    # chapter 7: the report card reads the layer head by head and names the one head that is wrong
+    ("07_many_heads", "card = checks.diagnose(halved)", "✗ head 2: scale 1/√C = 1/√64"),
+    ("07_many_heads", "card = checks.diagnose(halved)", "lines failed: ['scale', 'sdpa']"),
     ("07_many_heads", "def costs(C, n_head, T", "counted = built: True True"),
     ("07_many_heads", "start = MultiHeadLM(", "MultiHeadLM 26,817 parameters, HeadLM 22,721"),
 ]

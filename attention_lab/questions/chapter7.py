@@ -35,13 +35,14 @@ def ch7_view(t, n_head):
     straight = t.view(B, n_head, T, hs)[0, 0]
     split = t.view(B, T, n_head, hs).transpose(1, 2)[0, 0]
     every_other = t.view(B, T, hs, n_head)[0, :, :, 0]
+    nth = {2: "other", 3: "third", 4: "fourth"}.get(n_head, f"{n_head}th")
     return choice_question(
         "ch7-view", "7.2", f"t is (1, {T}, {C}), position p's channel c holding 10·p + c. What is "
                            f"t.view(1, {n_head}, {T}, {hs})[0, 0], the block a view alone calls head 0?",
-        {"a": f"{show(split)}: channels 0 to {hs - 1} of every position, head 0's slice.",
+        {"a": f"{show(split)}: the first {hs} channels of every position, head 0's slice.",
          "b": f"{show(straight)}: the first {T * hs} numbers in memory order, position 0 whole and then "
               "position 1.",
-         "c": f"{show(every_other)}: every {n_head}th channel of each position.",
+         "c": f"{show(every_other)}: every {nth} channel of each position.",
          "d": "An error: view cannot turn (1, T, C) into (1, n_head, T, hs)."},
         "b",
         f"view never moves a number: it reads the {T * C} numbers in the order they lie in memory, position "
@@ -50,7 +51,7 @@ def ch7_view(t, n_head):
         f"mixed. Head 0's slice, {show(split)}, needs view(1, {T}, {n_head}, {hs}) and then .transpose(1, 2).",
         {"a": f"that is what view(1, {T}, {n_head}, {hs}).transpose(1, 2) gives; a view alone keeps memory "
               f"order, and its first block is {show(straight)}.",
-         "c": f"every {n_head}th channel is what view(1, {T}, {hs}, {n_head}) puts in a head; view(1, {n_head}, "
+         "c": f"every {nth} channel is what view(1, {T}, {hs}, {n_head}) puts in a head; view(1, {n_head}, "
               f"{T}, {hs}) gives {show(straight)}.",
          "d": f"a view needs only the same number of entries, {T * C} here, and memory it can read in order; "
               f"it runs, and gives {show(straight)}."})
@@ -72,5 +73,10 @@ def ch7_loss(losses, trigram, multi="MultiHeadLM", head="HeadLM"):
         f"{multi} scores {m:.3f}, {h - m:.3f} below {head}'s {h:.3f}, and the counted trigram scores {g:.3f}. "
         "Four heads can put their weight in four places at once, where one head must average all it "
         "fetches into one mixture.",
-        {k: f"{multi} scores {m:.3f}, {head} {h:.3f}, the counted trigram {g:.3f}." for k in "abcd"
-         if k != right})
+        {"a": f"the same parameters, split into four heads, compute something else: four softmaxes a position "
+              f"instead of one. {multi} scores {m:.3f}, {head} {h:.3f}.",
+         "b": f"{multi} scores {m:.3f}, between {head}'s {h:.3f} and the counted trigram's {g:.3f}.",
+         "c": f"{multi} scores {m:.3f}, still above the counted trigram's {g:.3f}: a table of every pair "
+              "of characters is more than one layer of attention learns here.",
+         "d": f"sixteen channels a head are enough for a dot product of positions and characters: {multi} "
+              f"scores {m:.3f}, below {head}'s {h:.3f}."})
