@@ -644,6 +644,20 @@ def layer_by_hand(x, c_attn, c_proj, n_head, *, scale="hs", proj=True, split="ri
     return c_proj(out) if proj else out
 
 
+def layer_wrong_axes(x, c_attn, c_proj, n_head, axes, sdpa=True):
+    """The layer split and merged with a transpose of ``axes`` instead of (1, 2)."""
+    B, T, C = x.shape
+    q, k, v = (t.view(B, T, n_head, C // n_head).transpose(*axes) for t in c_attn(x).split(C, dim=-1))
+    if sdpa:
+        out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    else:
+        L = q.shape[-2]
+        scores = (q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5).masked_fill(
+            torch.ones(L, L, dtype=torch.bool).triu(1), float("-inf"))
+        out = F.softmax(scores, dim=-1) @ v
+    return c_proj(out.transpose(*axes).reshape(B, T, C))
+
+
 def layer_by_list(x, c_attn, c_proj, n_head, *, scale="hs", proj=True, order=None, merge="cat", split="right",
                   parts="qkv"):
     """The layer as a loop over heads, each sliced out of c_attn's output, then torch.cat."""
@@ -1327,6 +1341,10 @@ WRONG = [
      "layer/order"),
     ("layer-order-swapped-list", checks.check_multi_head, (functools.partial(layer_by_list, order="swap01"),),
      "layer/order"),
+    ("layer-axes-1-3-sdpa", checks.check_multi_head, (functools.partial(layer_wrong_axes, axes=(1, 3)),),
+     "layer/wrong-axes"),
+    ("layer-axes-2-3-by-hand", checks.check_multi_head, (functools.partial(layer_wrong_axes, axes=(2, 3), sdpa=False),),
+     "layer/wrong-axes"),
     ("layer-kqv", checks.check_multi_head, (functools.partial(layer_by_hand, parts="kqv"),), "layer/parts-order"),
     ("layer-vkq-list", checks.check_multi_head, (functools.partial(layer_by_list, parts="vkq"),), "layer/parts-order"),
 ]

@@ -114,13 +114,16 @@ class LayerCase(Case):
 
 
 def layer(x, w_attn, w_proj, n_head, *, split="right", merge="right", order=None, scale="hs", proj=True,
-          parts="qkv"):
+          parts="qkv", axes=(1, 2), back=None):
     """The layer in float64 (x @ W.T for each linear layer), and the wrong versions the check names.
 
     ``split="view"`` views q, k, v straight as (B, n_head, T, hs); ``merge="view"`` reads
     (B, n_head, T, hs) straight as (B, T, C), ``merge="interleaved"`` puts the head axis last before
     merging; ``order`` lists the heads in the order they are put side by side; ``scale`` is "hs",
-    "C" or "none"; ``proj=False`` leaves W_O out; ``parts`` is the order c_attn's rows are read in.
+    "C" or "none"; ``proj=False`` leaves W_O out; ``parts`` is the order c_attn's rows are read in;
+    ``axes`` is the pair of axes of the view (B, T, n_head, hs) that the split transposes and ``back``
+    the pair the merge transposes (default: the same), the attention running over the second-to-last
+    axis whatever it holds (torch raises where those shapes cannot be computed).
     """
     x, w_attn, w_proj = (a.detach().double() for a in (x, w_attn, w_proj))
     B, T, C = x.shape
@@ -130,13 +133,17 @@ def layer(x, w_attn, w_proj, n_head, *, split="right", merge="right", order=None
     if split == "view":
         q, k, v = (a.reshape(B, n_head, T, hs) for a in (q, k, v))
     else:
-        q, k, v = (a.view(B, T, n_head, hs).transpose(1, 2) for a in (q, k, v))
+        q, k, v = (a.view(B, T, n_head, hs).transpose(*axes) for a in (q, k, v))
     scores = q @ k.transpose(-2, -1)  # (B, nh, T, T)
     if scale != "none":
-        scores = scores / math.sqrt(hs if scale == "hs" else C)
-    future = torch.ones(T, T, dtype=torch.bool).triu(1)
+        scores = scores / math.sqrt(q.shape[-1] if scale == "hs" else C)  # the width of each dot product
+    L = scores.shape[-1]
+    future = torch.ones(L, L, dtype=torch.bool).triu(1)
     weights = torch.softmax(scores.masked_fill(future, float("-inf")), dim=-1)
     out = weights @ v  # (B, nh, T, hs)
+    if tuple(axes) != (1, 2):  # a split on the wrong axes, merged back by the same transpose or the usual one
+        out = out.transpose(*(back or axes)).reshape(B, T, C)
+        return out @ w_proj.T if proj else out
     if order is not None:
         out = out[:, list(order)]
     if merge == "view":
@@ -162,6 +169,27 @@ def _in_order(case: LayerCase, got):
     return None
 
 
+_AXES = ("the batch", "the positions", "the heads", "the channels")  # of the view (B, T, n_head, hs)
+
+
+def _wrong_layer_axes(case: LayerCase, got):
+    """The layer split with a transpose of another pair of axes, merged back by the same or the usual one."""
+    for a, b in itertools.combinations(range(4), 2):
+        if (a, b) == (1, 2):
+            continue
+        order = [0, 1, 2, 3]
+        order[a], order[b] = order[b], order[a]  # which axis of the view lands where
+        for back in ((a, b), (1, 2)):
+            try:
+                candidate = layer(case.x, case.w_attn, case.w_proj, case.n_head, axes=(a, b), back=back)
+            except RuntimeError:  # shapes this mistake cannot make
+                continue
+            if _matches(got, candidate):
+                sizes = (case.B, case.T, case.n_head, case.hs)
+                return dict(a=a, b=b, shape_q=_shape(torch.empty(*(sizes[n] for n in order))), over=_AXES[order[2]])
+    return None
+
+
 _LAYER_ROWS = _table(
     ("layer/no-proj", "you left out W_O: the heads' outputs, side by side, still go through c_proj, the "
      "(C, C) layer that mixes them; return c_proj(out)", _variant(proj=False)),
@@ -180,6 +208,10 @@ _LAYER_ROWS = _table(
     ("layer/interleaved", "your heads' outputs are interleaved, column by column (the head axis ended up last "
      "before the merge): each head's {hs} columns must stay together, head 0's first: "
      "out.transpose(1, 2).reshape(B, T, C)", _variant(merge="interleaved")),
+    ("layer/wrong-axes", "you split the heads with a transpose of axes {a} and {b} of the view (B, T, n_head, hs), "
+     "which makes q {shape_q}: the attention then runs over {over}; the head axis must change places with "
+     "the time axis, .transpose(1, 2), so that each head's (T, hs) block is one matrix, and the same "
+     "transpose puts the heads back", _wrong_layer_axes),
     ("layer/order", "your heads are put side by side in the wrong order, {order}: columns h·hs to (h + 1)·hs "
      "- 1 must hold head h's output, the order c_attn made them in, since W_O's columns are read in that "
      "order", _in_order),
@@ -205,8 +237,8 @@ def check_multi_head(fn, *, trial):
     answer is causal multi-head attention with heads of size C // n_head, put side by side in head order
     and mixed by ``c_proj``, (B, T, C). By hand or with ``F.scaled_dot_product_attention``. Tested on the
     chapter's sizes (C = 64, 4 heads), T = 1 and drawn sizes, one twice. Names: W_O left out, scores
-    scaled by √C (or not at all), q, k, v viewed as (B, n_head, T, hs) without the transpose, heads
-    merged without the transpose back or interleaved, heads in the wrong order, c_attn's q, k, v read
+    scaled by √C (or not at all), q, k, v viewed as (B, n_head, T, hs) without the transpose, a transpose
+    of the wrong axes, heads merged without the transpose back or interleaved, heads in the wrong order, c_attn's q, k, v read
     in the wrong order; an answer that changes x or the layers.
     """
     for B, T, nh, hs in _layer_shapes(trial):
