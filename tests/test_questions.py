@@ -1,4 +1,4 @@
-"""The chapters' questions (attention_lab/questions.py): stored answers, kernel checks, launch notebooks.
+"""The chapters' questions (attention_lab/questions/): stored answers, kernel checks, launch notebooks.
 
 - Every question cell of a chapter stores, in its output metadata, answers whose digest is the one its
   text shows; strict nbval compares that text when it re-executes the chapter, so the stored answers are
