@@ -86,3 +86,12 @@ def test_check_one_way_says_what_each_bias_does_and_it_is_so():
         message = str(failed)
     assert message and "a key bias adds one number to every score of a row" in message
     assert "a query bias adds b_Q · k_j, a term of each key's own" in message
+
+
+def test_chapter_1_says_what_the_check_code_is_where_a_learner_first_meets_it():
+    nb = cells("01_plain_causal_average")
+    asked = code_index("01_plain_causal_average", 'questions.ask("ch1-reach"')
+    assert "(check code " in output_of("01_plain_causal_average", 'questions.ask("ch1-reach"')
+    before = " ".join(nb[asked - 1].source.split())
+    assert "check code: a fingerprint of the answers stored with the question" in before
+    assert not [c for c in nb[:asked - 1] if "check code" in c.source]  # said once, where it first shows
