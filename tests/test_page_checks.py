@@ -17,7 +17,7 @@ def test_every_stub_line_of_the_chapters_gets_the_page_words_and_nothing_else_ch
         assert page_checks.to_page(nb) == stubs > 0, path.name
         seen += stubs
         after = json.dumps(nb, sort_keys=True)
-        assert "above, then run this cell" not in after and "rocket icon" in after, path.name
+        assert "above, then run this cell" not in after and "this check runs in the chapter's notebook" in after, path.name
         assert len(after) - len(before) < 400 * stubs  # only those lines changed
     assert seen >= 6
 
@@ -28,3 +28,4 @@ def test_the_page_words_name_the_function_and_a_wrapped_line_is_found():
     assert page_checks.to_page(nb) == 1
     text = nb["cells"][0]["outputs"][0]["text"]
     assert text.startswith("✗ not yet implemented: this check runs in the chapter's notebook") and "`softmax`" in text
+    assert max(len(line) for line in text.splitlines()) <= 77  # no sideways scrolling in the code column

@@ -12,14 +12,18 @@ from __future__ import annotations
 
 import json
 import re
+import textwrap
+
+from attention_lab.checks.engine import LINE_WIDTH  # the checks' own wrapping: the code column's 77 characters
 
 STUB_LINE = re.compile(r"✗ not yet implemented: fill in `(?P<name>\w+)` above,\s+then\s+run\s+this\s+cell\s+again\.")
 
 
 def page_words(name: str) -> str:
-    """The line the page shows under a check whose stub is hidden."""
-    return (f"✗ not yet implemented: this check runs in the chapter's notebook (the rocket icon at the top "
-            f"opens it in Binder or Colab), where you write `{name}` in the cell before it and run both.\n")
+    """The line the page shows under a check whose stub is hidden, wrapped as the checks wrap theirs."""
+    line = (f"✗ not yet implemented: this check runs in the chapter's notebook (the rocket icon at the top "
+            f"opens it in Binder or Colab), where you write `{name}` in the cell before it and run both.")
+    return textwrap.fill(line, width=LINE_WIDTH, subsequent_indent="  ", break_on_hyphens=False) + "\n"
 
 
 def to_page(nb: dict) -> int:
