@@ -19,7 +19,7 @@ def ch3_variance(d_k, C):
     return number_question(
         "ch3-variance", "3.1", f"Var(q·k / √d_k) for unit-variance q and k at d_k = {d_k}", var / d_k,
         f"q·k adds {d_k} independent terms of variance 1, so its variance is {d_k}; dividing a number by "
-        f"√{d_k} = {fmt(root)} divides its variance by ({fmt(root)})² = {d_k}, back to 1. The table in "
+        f"√{d_k} = {fmt(root)} divides its variance by {fmt(root)}² = {d_k}, back to 1. The table in "
         "section 3.4 measures it.",
         [(var, f"no 1/√d_k scaling: that is the variance of q·k itself, d_k = {d_k}; divide by √d_k = √{d_k}."),
          (var / d_k ** 2, f"dividing by d_k: you divided by d_k = {d_k}; divide by its square root, "
