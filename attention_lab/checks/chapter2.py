@@ -12,8 +12,10 @@ _ONE_WAY_ROWS = _table(
     ("one-way/not-layers", "`{name}` should return two nn.Linear layers, (query, key); got {got}", None),
     ("one-way/width", "query and key must both take the 2 numbers of a token and give vectors of one "
      "width (the head size); got nn.Linear({qin}, {qout}) and nn.Linear({kin}, {kout})", None),
-    ("one-way/bias", "use bias=False, as the chapter's projections do: a bias adds to every score of a row "
-     "and hides what the weights do", None),
+    ("one-way/bias", "use bias=False, as the exercise asks, so that the scores come from the weights alone: "
+     "a key bias adds one number to every score of a row (the softmax would ignore it, but the raw scores "
+     "this check reads move), and a query bias adds b_Q · k_j, a term of each key's own (Exercise 2.2 (b))",
+     None),
     ("one-way/tied", "a looks for b exactly as much as b looks for a ({ab:.2f} both ways): with one matrix "
      "for the query and the key the grid is symmetric (section 2.5); give the key its own weights", None),
     ("one-way/reversed", "the wrong way round: b looks for a (score {ba:.2f}) and a does not look for b "

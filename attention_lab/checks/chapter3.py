@@ -155,7 +155,10 @@ _SOFTMAX_ROWS = _table(
      "e.sum(dim=-1, keepdim=True)", _answer_is(lambda c: c.z.exp() / c.z.exp().sum())),
     ("softmax/no-exp", "you forgot the exp: softmax is exp(z) / sum(exp(z)), not z / sum(z)",
      _answer_is(lambda c: c.z / c.z.sum(-1, keepdim=True))),
+    ("softmax/torch", "right numbers, but from torch's own softmax: your function calls {called}(); the "
+     "exercise asks you to write it from exp and sum (after subtracting each row's max)", None),
 )
+_TORCH_SOFTMAX = ("softmax", "log_softmax", "_softmax")  # F.softmax, torch.softmax, z.softmax, log_softmax
 
 
 def _softmax_inputs(trial) -> list[tuple[str, torch.Tensor]]:
@@ -175,14 +178,18 @@ def _softmax_inputs(trial) -> list[tuple[str, torch.Tensor]]:
 def check_softmax(fn, *, trial):
     """Chapter 3, exercise ``ex-scaling-softmax``: ``fn(z)`` is softmax over the last axis.
 
-    The exercise writes it by hand (exp / sum); the check compares numbers only, so ``torch.softmax``
-    passes too. It must be safe for large logits such as [1000, 0]: subtract each row's max first.
+    The exercise writes it by hand (exp / sum): right numbers from a call of torch's softmax
+    (``F.softmax``, ``torch.softmax``, ``z.softmax``, ``log_softmax``) fail with "right numbers, but from
+    torch's own softmax". It must be safe for large logits such as [1000, 0]: subtract each row's max first.
     Tested on logits of 1 to 4 axes, most of them drawn at each call, two of one shape.
     """
     for label, z in _softmax_inputs(trial):
         case = SoftmaxCase(z=z.to(torch.float64), large=label == "large logits")
         where = f"{label}, z of shape {_shape(z)}"
-        _try(fn, (z,), _softmax(z), what="your softmax", where=where, case=case, table=_SOFTMAX_ROWS,
-             trial=trial)
+        _, watch = _try(fn, (z,), _softmax(z), what="your softmax", where=where, case=case,
+                        table=_SOFTMAX_ROWS, trial=trial)
+        called = next((name for name in _TORCH_SOFTMAX if watch.calls[name]), None)
+        if called:
+            _fail("softmax/torch", called=called)
     return ("your softmax matches torch.softmax(z, dim=-1), also for logits like [1000, 0] (tested 7 "
             "inputs, 1-D to 4-D)")
