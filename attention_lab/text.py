@@ -1,16 +1,8 @@
-"""The tiny-Shakespeare corpus, character by character.
+"""The tiny-Shakespeare corpus, character by character (chapters 5 and 6).
 
-The corpus that lesson one's character-level GPT trains on (1,115,394 characters, 65 distinct,
-public-domain Shakespeare) ships gzipped inside the package (``data/tinyshakespeare.txt.gz``; its
-source is credited in ``data/README.md``), so nothing is downloaded. Nothing is read on import: the
-first call decompresses the text once and keeps it.
-
-Who uses what: chapter 5 takes :func:`corpus`, :func:`vocab`, :func:`batch` and :func:`decode`,
-and its head explorer :func:`vocab` and :func:`encode`; chapter 6 and :mod:`attention_lab.training`
-take :func:`split`, :func:`vocab`, :func:`encode` and :func:`decode`; chapter 6's explorer and checks
-read :func:`validation_lines`. Two helpers keep printing out of the chapters' way: :func:`wrap` fits a
-long message into the book's column (chapters 5 and 6), and :func:`refusal` says why PyTorch refused a
-call (chapter 5).
+The corpus (1,115,394 characters, 65 distinct) ships gzipped inside the package, credited in
+``data/README.md``; the first call decompresses it once. :func:`wrap` and :func:`refusal` keep printing
+out of the chapters' way.
 """
 
 from __future__ import annotations

@@ -1,16 +1,9 @@
 """Chapter 6: one head trained as a next-character model on tiny Shakespeare, and its baselines.
 
-:class:`HeadLM` is lesson one's token and position embeddings, Fig. 6's head
-(:class:`~attention_lab.reference.ReferenceHead`) and a linear layer to the vocabulary;
-:class:`BigramLM` predicts the next character from the current one alone. Two variants of
-:class:`HeadLM` answer what the head is for: ``attention="identity"`` fixes every query's weight on
-its own position (no look-back), ``residual=True`` adds ``x`` to the head's output, as a
-transformer block does. :func:`train` fits either
-one with AdamW on random windows of the training split, :func:`validation_loss` measures it exactly
-on the whole validation split, and :func:`load_trained` reads the weights that ``make train``
-(``course/train.py``) shipped in ``attention_lab/data/``. The chapter writes its own copy of the
-model and the loop for the learner; its class loads the shipped weights because the attribute names
-are the same (``token_table``, ``position_table``, ``head.key/query/value/tril``, ``lm_head``).
+:class:`HeadLM` (embeddings, Fig. 6's head, a linear layer to the vocabulary; ``attention="identity"`` and
+``residual=True`` are its two variants) and :class:`BigramLM`; :func:`train`, :func:`validation_loss` and
+:func:`load_trained`, which reads the weights ``make train`` shipped. The chapter writes its own copy of the
+model; this class loads the shipped weights because the attribute names are the same.
 """
 
 from __future__ import annotations

@@ -1,13 +1,9 @@
 """The grader's wire: messages between the judge and the sandboxed notebook, and the values they carry.
 
-Used by :mod:`attention_lab.judge` (outside the sandbox) and :mod:`attention_lab.observe` (inside it);
-CONTRIBUTING.md ("Graded editions") says how grading works. A message is 8 bytes of length, that many
-bytes of JSON, then the raw bytes of the tensors the JSON lists under ``"tensors"`` (dtype and shape),
-in order: never a pickle. The receiver checks every length, dtype and shape against its limits before it
-reads a byte of a payload, so a stride-0 or compressed tensor that would expand beyond them is refused
-for what it would cost, not after. Values travel as the JSON entries of :func:`pack_tensor` and
-:class:`Packer`; modules as their state (:func:`module_state`): type, training flag, parameters,
-buffers, tensor and plain attributes, children.
+A message is 8 bytes of length, that many bytes of JSON, then the raw bytes of the tensors the JSON lists
+under ``"tensors"`` (dtype and shape): never a pickle. Every length, dtype and shape is checked against the
+limits before a byte of a payload is read, so a tensor that would expand beyond them is refused for what it
+would cost. Modules travel as their state (:func:`module_state`).
 """
 
 from __future__ import annotations
