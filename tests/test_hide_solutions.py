@@ -22,7 +22,7 @@ from sphinx.errors import ConfigError
 
 import hide_solutions
 from course import layout
-from course import solution_audit
+import solution_audit
 from course import tags
 from browsing import missing
 
