@@ -8,12 +8,12 @@ here prints, seeds, or changes matplotlib's global settings.
 """
 from .curves import MODEL_COLORS, distance_bars, loss_curves, same_vs_different, saturation_curves, variance_panel
 from .diagrams import DIAGRAM_PX, DIAGRAM_TEXT_PX, DIAGRAM_TITLE_PX, FILL, LEGEND, head_diagram, qkv_flow
-from .heatmaps import (ANNOTATE_MAX_T, CELL_PX, COLOUR_MAPS, CSS_DPI, KINDS, MASKED, SCALE, TICK_PX, HeatmapArtist,
+from .heatmaps import (ANNOTATE_MAX_T, CELL_PX, COLOUR_MAPS, CSS_DPI, KINDS, MASKED, SCALE, TICK_PX,
                        attention_heatmap, contrast_color, new_figure, show_heatmaps, to_numpy, token_label)
 
 __all__ = [
     "ANNOTATE_MAX_T", "CELL_PX", "COLOUR_MAPS", "CSS_DPI", "DIAGRAM_PX", "DIAGRAM_TEXT_PX", "DIAGRAM_TITLE_PX",
-    "FILL", "HeatmapArtist", "KINDS", "LEGEND", "MASKED", "MODEL_COLORS", "SCALE", "TICK_PX",
+    "FILL", "KINDS", "LEGEND", "MASKED", "MODEL_COLORS", "SCALE", "TICK_PX",
     "attention_heatmap", "contrast_color", "distance_bars", "head_diagram", "loss_curves",
     "new_figure", "qkv_flow", "same_vs_different", "saturation_curves", "show_heatmaps", "to_numpy",
     "token_label", "variance_panel",
