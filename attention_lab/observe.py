@@ -104,20 +104,8 @@ class Answerer:
             cls = nn.Module
         module = cls.__new__(cls) if isinstance(cls, type) and issubclass(cls, nn.Module) else nn.Module()
         nn.Module.__init__(module)
-        for name, entry in state.get("attrs", {}).items():
-            object.__setattr__(module, name, wire.unsimple(entry))
-        for name, entry in state.get("params", {}).items():
-            module.register_parameter(name, None if entry is None else nn.Parameter(
-                wire.unpack_tensor(entry, tensors).detach(), requires_grad=bool(entry.get("g"))))
-        for name, entry in state.get("buffers", {}).items():
-            module.register_buffer(name, None if entry is None else wire.unpack_tensor(entry, tensors))
-        for name, entry in state.get("tensors", {}).items():
-            object.__setattr__(module, name, wire.unpack_tensor(entry, tensors))
-        for name, child in state.get("children", {}).items():
-            module.add_module(name, None if child is None or depth >= wire.MAX_DEPTH
-                              else self.build(child, tensors, depth + 1))
-        module.training = bool(state.get("training", True))
-        return module
+        return wire.fill_module(module, state, tensors, lambda name, child: None if depth >= wire.MAX_DEPTH
+                                else self.build(child, tensors, depth + 1))
 
     # requests --------------------------------------------------------------------------------------
 

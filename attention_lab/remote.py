@@ -144,21 +144,8 @@ class Session:
         with torch.random.fork_rng(devices=[]):  # nothing is drawn: no __init__ runs
             module = cls.__new__(cls)
             nn.Module.__init__(module)
-        for key, entry in dict(state.get("attrs", {})).items():
-            if not hasattr(module, key):
-                object.__setattr__(module, str(key), wire.unsimple(entry))
-        for key, entry in dict(state.get("params", {})).items():
-            module.register_parameter(str(key), None if entry is None else nn.Parameter(
-                wire.unpack_tensor(entry, tensors).detach(), requires_grad=bool(entry.get("g"))))
-        for key, entry in dict(state.get("buffers", {})).items():
-            module.register_buffer(str(key), None if entry is None else wire.unpack_tensor(entry, tensors))
-        for key, entry in dict(state.get("tensors", {})).items():
-            if not hasattr(module, key):
-                object.__setattr__(module, str(key), wire.unpack_tensor(entry, tensors))
-        for key, child in dict(state.get("children", {})).items():
-            sub = f"{path}.{key}" if path else str(key)
-            module.add_module(str(key), None if child is None else self.build(child, tensors, handle, sub, depth + 1))
-        module.training = bool(state.get("training", True))
+        wire.fill_module(module, state, tensors, lambda key, child: self.build(
+            child, tensors, handle, f"{path}.{key}" if path else key, depth + 1))
         module._remote = (handle, path)
         self.remote[(handle, path)] = module
         return module

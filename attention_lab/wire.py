@@ -221,6 +221,26 @@ def module_state(module: nn.Module, tensors: list, depth: int = 0) -> dict:
     }
 
 
+def fill_module(module: nn.Module, state: dict, tensors: list, child) -> nn.Module:
+    """Give ``module``, new and empty, the plain and tensor attributes, parameters, buffers, children
+    (``child(name, state)`` builds each) and training flag of ``state``; an attribute its class has stays."""
+    for key, entry in dict(state.get("attrs", {})).items():
+        if not hasattr(module, key):
+            object.__setattr__(module, str(key), unsimple(entry))
+    for key, entry in dict(state.get("params", {})).items():
+        module.register_parameter(str(key), None if entry is None else nn.Parameter(
+            unpack_tensor(entry, tensors).detach(), requires_grad=bool(entry.get("g"))))
+    for key, entry in dict(state.get("buffers", {})).items():
+        module.register_buffer(str(key), None if entry is None else unpack_tensor(entry, tensors))
+    for key, entry in dict(state.get("tensors", {})).items():
+        if not hasattr(module, key):
+            object.__setattr__(module, str(key), unpack_tensor(entry, tensors))
+    for key, sub in dict(state.get("children", {})).items():
+        module.add_module(str(key), None if sub is None else child(str(key), sub))
+    module.training = bool(state.get("training", True))
+    return module
+
+
 def apply_state(module: nn.Module, state: dict, tensors: list, depth: int = 0) -> None:
     """Give ``module`` (and its children, by name) the parameters, buffers, tensor attributes and
     training flags of ``state``, in place: the objects stay, their values change."""
