@@ -8,7 +8,6 @@ model; this class loads the shipped weights because the attribute names are the 
 
 from __future__ import annotations
 
-import contextlib
 import json
 from collections.abc import Callable
 from importlib import resources
@@ -195,20 +194,6 @@ def train(model: nn.Module, steps: int, batch_size: int, lr: float, seed: int,
                 log["val"].append(validation_loss(model, val, block_size))
     model.eval()
     return log
-
-
-@contextlib.contextmanager
-def one_thread():
-    """Run the block with one intra-op thread, then restore the count. For many tiny tensor
-    operations (an explorer's picture, a check's loop over lines, a short training run) a second
-    thread only adds waiting, which on a busy 2-core machine costs tens of milliseconds a product
-    (measured); the results are the same on any count."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(n)
 
 
 class Trained(NamedTuple):
