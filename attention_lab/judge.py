@@ -269,7 +269,7 @@ def grade(job: dict, config: dict) -> dict:
         result["reason"] = f"timed out: still running after {limit:.0f} s (an endless loop?)"
     except wire.Closed:
         try:
-            died = f"the notebook's process died ({_status(notebook.process.wait(timeout=5))})"
+            died = f"the notebook's process died ({exit_status(notebook.process.wait(timeout=5))})"
         except subprocess.TimeoutExpired:
             died = "the notebook's process closed its channel to the grader"
         result["reason"] = f"{died} before its answers were recorded; its last line: {notebook.last_line()}"
@@ -283,7 +283,7 @@ def grade(job: dict, config: dict) -> dict:
             "log": "\n".join(log) + "\n--- what the notebook printed ---\n" + notebook.log.text()}
 
 
-def _status(status: int | None) -> str:
+def exit_status(status: int | None) -> str:
     if status is not None and status < 0:
         return f"killed by signal {-status}"
     return f"exit status {status}"

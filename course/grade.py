@@ -150,12 +150,9 @@ class Judges:
             reason = f"the judge took more than {self.allowed:.0f} s over this submission"
         else:
             last = (errors.text().strip().splitlines() or ["no output"])[-1]
-            reason = f"the judge stopped while judging this submission ({_status(process.wait())}: {last[:160]})"
+            reason = (f"the judge stopped while judging this submission ({judge.exit_status(process.wait())}: "
+                      f"{last[:160]})")
         return {"n": job["n"], "verdicts": {}, "flags": [], "reason": reason}, False
-
-
-def _status(code: int) -> str:
-    return f"killed by signal {-code}" if code < 0 else f"exit status {code}"
 
 
 def _stop(process, wait: float = 0) -> None:

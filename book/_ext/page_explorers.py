@@ -65,9 +65,11 @@ def read_source(app, docname: str, source: list) -> None:
 
 
 def add_assets(app, pagename, templatename, context, doctree) -> None:
-    if MARK in context.get("body", ""):
-        app.add_js_file(SCRIPT, defer="defer")
-        app.add_css_file(STYLE)
+    for mark, script, style in ((MARK, SCRIPT, STYLE), (page_questions.MARK, page_questions.SCRIPT,
+                                                        page_questions.STYLE)):
+        if mark in context.get("body", ""):
+            app.add_js_file(script, defer="defer")
+            app.add_css_file(style)
 
 
 def write_engine(app, exception) -> None:
