@@ -92,13 +92,8 @@ KINDS = {"head": (HeadLM, {}), "bigram": (BigramLM, {}),
 
 
 def build(kind: str, seed: int) -> nn.Module:
-    """A freshly initialised model: ``"head"`` (:class:`HeadLM`), ``"bigram"`` (:class:`BigramLM`),
-    ``"identity"`` or ``"residual"`` (the two variants of :class:`HeadLM`).
-
-    Its initial weights come from ``torch.manual_seed(seed)``, so the three :class:`HeadLM` kinds
-    start from the same numbers; the global random state is restored afterwards, so building a
-    model never disturbs a notebook's own seeding.
-    """
+    """A freshly initialised model of a kind of :data:`KINDS`, from ``torch.manual_seed(seed)`` (the three
+    :class:`HeadLM` kinds start from the same numbers), the notebook's random state left as it was."""
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {', '.join(map(repr, KINDS))}; got {kind!r}")
     cls, options = KINDS[kind]
@@ -110,15 +105,9 @@ def build(kind: str, seed: int) -> nn.Module:
 @torch.no_grad()
 def validation_loss(model: nn.Module, ids: torch.Tensor | None = None, block_size: int = BLOCK_SIZE,
                     windows_per_batch: int = 1024) -> float:
-    """The exact mean cross-entropy, in nats, of ``model`` over the whole of ``ids``.
-
-    ``ids`` (1-D, default: the validation split :func:`attention_lab.text.split` ``()[1]``) is cut
-    into consecutive windows of ``block_size + 1`` characters that overlap by one character (the
-    last window may be shorter). In each window the first ``block_size`` characters are the input,
-    and every character after the first is predicted from the characters before it in its window.
-    So every character of ``ids`` except the very first is predicted exactly once, from 1 to
-    ``block_size`` characters of context, and the result is the mean of ``len(ids) - 1``
-    per-character losses ``-log p(next character)``. The model is put in eval mode.
+    """The exact mean cross-entropy, in nats, of ``model`` over the whole of ``ids`` (default: the
+    validation split): every character but the first predicted once, from the characters before it in
+    consecutive windows of ``block_size``. The model is put in eval mode.
     """
     if ids is None:
         ids = text.split()[1]
@@ -146,19 +135,10 @@ def train(model: nn.Module, steps: int, batch_size: int, lr: float, seed: int,
           data: torch.Tensor | None = None, block_size: int = BLOCK_SIZE, log_every: int = 100,
           val: torch.Tensor | None = None,
           progress: Callable[[int, int, float], None] | None = None) -> dict[str, list]:
-    """Train ``model`` in place for ``steps`` AdamW steps, each on a batch of random windows.
-
-    Each step draws ``batch_size`` windows of ``block_size + 1`` consecutive ids from ``data``
-    (default: the training split), predicts every id of a window after the first from the ids
-    before it, and takes one AdamW step (learning rate ``lr``, PyTorch's default weight decay) on
-    the mean cross-entropy. The windows come from a ``torch.Generator`` seeded with ``seed``, so a
-    run repeats exactly on the same machine; the global random state is not touched.
-
-    Returns the log ``{"step": [...], "train": [...], "val": [...]}``: every ``log_every`` steps,
-    the mean training loss of the steps since the last entry and, if ``val`` ids are given, the
-    exact :func:`validation_loss` on them (otherwise ``"val"`` stays empty). ``progress``, if
-    given, is called after every step as ``progress(step, steps, loss)``: the terminal passes a
-    progress bar, notebooks pass nothing.
+    """Train ``model`` in place for ``steps`` AdamW steps, each on ``batch_size`` random windows of
+    ``data`` (default: the training split) drawn from a generator seeded with ``seed`` (the global random
+    state untouched). Returns the log ``{"step", "train", "val"}``, an entry every ``log_every`` steps
+    ("val" only with ``val`` ids); ``progress(step, steps, loss)``, if given, is called after every step.
     """
     if data is None:
         data = text.split()[0]
@@ -220,14 +200,8 @@ def _read(directory: Path | None, name: str):
 
 
 def load_trained(directory: str | Path | None = None) -> Trained:
-    """Chapter 6: the shipped trained head model, its untrained start, the bigram, the log, and the
-    identity-attention and residual variants.
-
-    Reads ``head_lm.pt``, ``head_lm_untrained.pt``, ``bigram_lm.pt``, ``identity_lm.pt``,
-    ``residual_lm.pt`` and ``training_log.json`` from ``attention_lab/data/`` (or from
-    ``directory``), as ``course/train.py`` wrote them. Raises FileNotFoundError naming the missing
-    file and ``make train`` if one is not there.
-    """
+    """Chapter 6: the shipped models and log (:class:`Trained`), read from ``attention_lab/data/`` (or
+    ``directory``) as ``course/train.py`` wrote them; FileNotFoundError names a missing file and ``make train``."""
     with _read(directory, LOG_FILE) as f:
         log = json.load(f)
     sizes = log["sizes"]
