@@ -61,8 +61,6 @@ COMMANDS = {
     "train": ("train", "train chapter 6's models and write their weights into attention_lab/data/"),
     "vendor": ("vendor_js", "copy the widget manager and KaTeX from node_modules into book/_static/vendor/"),
     "colour-maps": ("colour_maps", "write attention_lab/data/colour_maps.json"),
-    "sweep-checks": ("sweep_checks", "feed every check right, wrong and odd answers; count the verdicts"),
-    "sweep-hostile": ("sweep_hostile", "feed every check the inputs aimed at how it works; count the verdicts"),
     "bench-pages": ("bench.pages", "the weight of a first visit of every page of the built book"),
     "bench-keypress": ("bench.keypress", "keypress to painted picture, in JupyterLab and in the built book"),
     "bench-checks": ("bench.checks", "every chapter's check on a right answer, against another copy of the checks"),

@@ -3,36 +3,10 @@
     python -m course launch            # write notebooks/NN_slug.ipynb and the student editions
     python -m course launch --check    # exit 1 if notebooks/ is not what lessons/ gives
 
-The chapters in `lessons/` are written in MyST for the book: roles, directives, label lines. Colab, VS
-Code and a plain JupyterLab show MyST as literal text, so the notebooks a learner opens (Colab, Binder,
-the README's table, `jupyter lab notebooks/`) are generated from the chapters and never edited by hand:
-
-- a `(label)=` line becomes an invisible anchor, `<a id="label"></a>`;
-- ``{ref}`` becomes a link: to that anchor when the target is in the same chapter, else to the hosted
-  book's page and anchor; ``{doc}`` links the hosted page; ``{term}`` is the word, linked to its entry in
-  the hosted glossary; ``{cite}`` is "[N]" linked to the hosted bibliography, N counting the entries of
-  book/references.bib in file order, as the book numbers them;
-- an exercise becomes a heading "Exercise N.k" (N from the file name, k counting the chapter's exercises,
-  the rule of book/_ext/exercise_numbers.py) over its label's anchor; its stub, hidden in the book,
-  shows where the learner writes, and the exercise's check follows it;
-- a solution stays folded until asked for: a code cell becomes a Colab form cell (first line
-  `#@title Solution to Exercise N.k`, metadata `cellView: form`) with `jupyter.source_hidden`, so "Run
-  all" still runs it and later cells work; it moves after the exercise's check, so the check grades
-  the learner's answer and not the solution. Text answers go inside `<details>`, and so does a code cell
-  that only demonstrates (it defines nothing and changes nothing a later cell reads), with the output
-  the book shows: run, it would print its answer under its folded title (:func:`demonstrations`). A
-  form cell prints nothing (Colab shows a form's outputs, JupyterLab a folded cell's): the statements
-  of a solution that print or display go inside `<details>` too, with the output the book shows, and
-  the form keeps the rest, all that later cells need (:func:`split_solution`);
-- the bootstrap cell stays (Colab needs it), folded under a title that says what it does;
-- outputs, execution counts and widget state are dropped: the learner runs the notebook, and the
-  stored outputs live in lessons/ and the hosted book. (JupyterLab 4 shows a stored explorer, before its
-  cell runs, as its text repr, `AverageExplorer(children=(Stack(...`; and stored outputs would make every
-  `make outputs` rewrite notebooks/.)
-
-Every construct the conversion does not know stops it, naming the notebook, the cell and the construct,
-and a notebook is never written while raw MyST remains in it (:func:`raw_myst`). Student editions
-(course/student_edition.py) go through the same conversion after their solutions are removed.
+What the conversion does to labels, roles, exercises, solutions, the bootstrap cell and the outputs is
+listed in CONTRIBUTING.md ("Launch notebooks and student editions"). A construct it does not know stops
+it, naming the notebook, the cell and the construct, and no notebook is written while raw MyST remains in
+it (:func:`raw_myst`).
 """
 
 from __future__ import annotations

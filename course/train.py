@@ -1,21 +1,10 @@
 """Train chapter 6's models from scratch and ship their weights and log (`make train`).
 
-Four models: the head model (:class:`attention_lab.training.HeadLM`), the bigram baseline, and two
-variants of the head model, one whose attention is fixed to the identity (no look-back) and one
-with a residual connection around the head. Each is built from the same seed and trained on the
-same random windows of the training split, on the CPU, with the batch size, steps and seed below;
-the bigram has a learning rate of its own, the three others share the head model's. Then each
-one's exact validation loss is measured and six files are written into ``attention_lab/data/``
-(or ``--out``):
-
-- ``head_lm.pt``, ``head_lm_untrained.pt`` (its weights before the first step), ``bigram_lm.pt``,
-  ``identity_lm.pt`` and ``residual_lm.pt``: state dicts, loaded by
-  :func:`attention_lab.training.load_trained`;
-- ``training_log.json``: hyperparameters, sizes, the loss curves, the final validation losses,
-  the wall time, the thread count and the torch version.
-
-Run twice on the same kind of machine, it writes the same weights, byte for byte (only the wall
-time in the log changes). A progress bar is drawn on the terminal (stderr).
+The head model (:class:`attention_lab.training.HeadLM`), the bigram baseline, and the head model with
+attention fixed to the identity and with a residual connection: each from the same seed, on the same
+random windows, on the CPU. It writes their state dicts (and the head model's before training) and
+``training_log.json`` into ``attention_lab/data/`` (or ``--out``), the same bytes on every run on the
+same kind of machine but for the wall time. CONTRIBUTING.md ("Chapter 6's trained weights") has the rest.
 """
 
 from __future__ import annotations

@@ -3,11 +3,8 @@
     python -m course vendor            # `npm ci` when needed (and npm exists), then copy
     python -m course vendor --clean    # remove book/_static/vendor/ (the book then uses the CDNs)
 
-`make book` runs this before building. The packages and their exact versions come from the committed
-`package.json` and `package-lock.json`; the copies are never committed (book/_static/vendor/ is in
-.gitignore). The Sphinx extension book/_ext/selfhosted_assets.py reads the manifest written here and
-renders the maths with KaTeX at build time, styled by the copied stylesheet and fonts; without it (no
-Node on the machine) the book still builds, leaves the maths to MathJax from a CDN, and says so.
+Versions come from the committed package-lock.json; the copies are never committed. book/_ext/selfhosted_assets.py
+reads the manifest written here; without it (no Node) the book leaves the maths to MathJax from a CDN, and says so.
 """
 
 from __future__ import annotations

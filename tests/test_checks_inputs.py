@@ -12,8 +12,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from course.sweep_checks import by_distance, multihead, padding, score_parts, softmax, unit_scale
-from course.sweep_checks import cumsum_average as average
+from sweep_checks import by_distance, multihead, padding, score_parts, softmax, unit_scale
+from sweep_checks import cumsum_average as average
 
 from attention_lab import checks, training
 from attention_lab.checks import running

@@ -23,7 +23,7 @@ from sphinx.errors import ConfigError
 import hide_solutions
 import page_checks
 from course import layout
-from course import solution_audit
+import solution_audit
 from course import tags
 from browsing import missing
 

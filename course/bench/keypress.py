@@ -4,31 +4,11 @@
     python -m course bench-keypress --baseline OTHER/_build/html   # the same presses on another build, beside
     python -m course bench-keypress --chapters 01,04 --presses 30 --no-lab
 
-Printed side by side in one run, per chapter, with median and p90 (nearest rank) of the presses. Every
-explorer, in the book and in a kernel, is the page engine (attention_lab/static/engine/), whose root
-follows this contract: ``<div class="attention-explorer" data-explorer="NAME">`` holding ``<input
-type=range>`` controls, and after every paint it increments ``root.dataset.paints`` and dispatches
-``CustomEvent("explorer:painted", {bubbles: true})``. A press is timed from the keydown event's time stamp
-to the first frame painted after that event: a requestAnimationFrame callback runs before the next frame
-is painted, and a message posted from it runs after that paint.
-
-* **JupyterLab** (limit 25 ms): ``jupyter lab`` starts headless on a free port with a random token
-  (``browsing.LabServer``, shared with tests/browser/test_jupyterlab.py) on a copy of notebooks/; Chromium
-  opens a chapter, runs all its cells, focuses its explorer's first slider and presses ArrowRight (ArrowLeft
-  back from the slider's end) ``--presses`` times. Chapter 6's explorer has no slider: there a press types
-  into its text box (Backspace, then the character it removed, and so on).
-* **The hosted book** (limit 16.7 ms, one frame at 60 Hz): the built book (``--html``, default
-  _build/html) served on 127.0.0.1, each chapter page's explorers pressed the same way. With
-  ``--baseline``, the same pages of another build are pressed too, chapter by chapter in turn, so the two
-  meet the same load; a chapter slower than its baseline is said so.
-* **Page weight**: a first visit, empty cache, gzipped, of the front page and every chapter
-  (course/bench/pages.py's ``Visit``), against the limits 0.5 MB and 1.5 MB, and beside the baseline's.
-
-A press waits for its picture (``--wait`` s) before the next one, so presses never queue behind each
-other. Timing is never a test (the machine is shared): this script prints, and exits 1 when a limit is
-missed, a picture never came or a page has no explorer; tests/test_bench_keypress.py and
-tests/browser/test_bench_keypress_pages.py test its logic. Chromium is /usr/bin/chromium (or $CHROMIUM), driven
-by Playwright; every request off 127.0.0.1 is aborted; nothing is downloaded.
+Per chapter, the median and p90 (nearest rank) of the presses on its explorers' first slider (or typing in
+its text box), each timed from the keydown's time stamp to the frame painted after the engine's
+``explorer:painted`` event (static/engine/mount.js); a press waits for its picture before the next. Timing
+is never a test: it prints, and exits 1 when a limit is missed, a picture never came or a page has no
+explorer. CONTRIBUTING.md ("Keypress to picture") has the limits and the baseline's use.
 """
 
 from __future__ import annotations

@@ -4,15 +4,9 @@
     python -m course bench-pages --baseline OTHER/_build/html
     python -m course bench-pages --pages lessons/02_queries_keys_values.html --top 8
 
-Each book is served on 127.0.0.1 (a port of its own); every page is opened in a fresh headless
-Chromium context (empty cache), scrolled to its end so that lazy pictures load too, and left to settle.
-Every request's body is counted as a web server would send it gzipped (level 6): a local http.server
-does not compress, so the script gzips each body itself (the file it served, or the body the browser
-received). A request that leaves localhost is blocked and counted; the script exits 1 if any was made.
-
-With --baseline both books are measured in the same run, page by page, and the ratio this/baseline is
-printed: a ratio from one run on one machine is the number to quote, not the MB alone.
-Chromium is /usr/bin/chromium (or $CHROMIUM), driven by Playwright; nothing is downloaded.
+Each page opens in a fresh headless Chromium context, scrolled to its end, and every request's body is
+counted gzipped (level 6) as a web server would send it; a request off 127.0.0.1 is blocked, counted, and
+makes the exit status 1. With --baseline both books are measured page by page in the same run, with the ratio.
 """
 
 from __future__ import annotations
