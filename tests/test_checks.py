@@ -1538,3 +1538,24 @@ def test_every_message_in_the_tables_is_produced_by_some_test():
             except AssertionError:
                 pass  # a case that no longer fails: its message stays missing below
     assert sorted(set(checks.MISTAKES) - RAISED) == []
+
+
+def test_an_infinite_change_in_place_is_said_as_such_not_as_the_largest_float():
+    """masked_fill_ writes -inf over the check's scores: the change is infinite, and the message says so
+    instead of "by up to 1.8e+308" (nan_to_num's default for inf)."""
+    def padded_weights(scores, pad):
+        T = scores.shape[-1]
+        hide = torch.ones(T, T, dtype=torch.bool).triu(1) | pad[:, None, :]
+        weights = F.softmax(scores.masked_fill_(hide, float("-inf")), dim=-1)
+        return weights.nan_to_num(0.0)
+
+    failure = _produce(checks.check_padding_mask, (padded_weights,))
+    assert failure.mistake == "general/changed-input", str(failure)
+    assert "1.8e+308" not in str(failure) and "an infinity written over a finite number" in str(failure)
+
+
+def test_the_padding_check_says_why_an_all_masked_row_is_nan():
+    """The softmax's first step, -inf - (-inf), makes the nan, before any division."""
+    failure = _produce(checks.check_padding_mask, (lambda s, p: pad_weights(s, p, empty="nan"),))
+    assert failure.mistake == "pad/nan-rows", str(failure)
+    assert "-inf - (-inf) = nan" in str(failure) and "0 / 0" not in str(failure)

@@ -4,6 +4,7 @@ Strict nbval proves the stored outputs are what the code prints today; this prov
 the lesson's facts, so a later edit cannot quietly drop one (a cell rewritten, a print removed).
 """
 
+import math
 from pathlib import Path
 
 import nbformat
@@ -391,3 +392,67 @@ def test_chapter_6_question_6_4_is_asked_before_the_argument_for_its_answer():
         assert argument not in before, argument
     after = "\n".join(c.source for c in nb.cells[ask:] if c.cell_type == "markdown").split("## Summary")[0]
     assert "only way from `x` to `lm_head`" in after and "free to fetch" in after
+
+
+def test_chapter_4_the_padding_exercise_names_both_empty_rows_and_float_details_sit_in_an_aside():
+    """With two padding tokens in front, rows 0 and 1 of the second sequence have no key left; the rounding
+    near zero (e^-103, subnormals, flush to zero, finfo.tiny) is a closed aside of section 4.9."""
+    nb = nbformat.read(LESSONS / "04_masking_the_future.ipynb", as_version=4)
+    task = next(c.source for c in nb.cells if ":label: ex-masking-padding" in c.source)
+    assert "first two rows" in task and "first row of the second" not in task
+    start = next(i for i, c in enumerate(nb.cells) if c.source.startswith("```{aside-start} For the curious: rounding"))
+    end = next(i for i, c in enumerate(nb.cells) if i > start and c.source.startswith("```{aside-end}"))
+    inside = "\n".join(c.source for c in nb.cells[start:end])
+    assert "info = torch.finfo(torch.float32)" in inside and "flushed to zero" in inside
+    assert "sdpa_kernel" in markdown_before("04_masking_the_future", "allowed[:, 0] = False")
+
+
+def markdown_before(stem, snippet):
+    """The markdown cell right before the (non-solution) code cell whose source holds ``snippet``."""
+    nb = nbformat.read(LESSONS / f"{stem}.ipynb", as_version=4)
+    i = next(n for n, c in enumerate(nb.cells) if c.cell_type == "code" and snippet in c.source
+             and "solution" not in c.metadata.get("tags", []))
+    return nb.cells[i - 1].source
+
+
+def test_chapter_6_prints_the_sizes_of_a_token_row_and_a_position_row_and_says_what_they_show():
+    """In x a token row and a position row are of about the same size; the value projection makes the
+    token's part about three times the position's. The prose quotes the printed numbers and no longer says
+    that the character weighs far more in x."""
+    out = output_of("06_trained_head", "F.cosine_similarity(v_win")
+    sizes = {line.split()[0]: [float(w.strip(",")) for w in line.split()[3::2]]
+             for line in out.splitlines()[:2]}
+    (tok_x, pos_x), (tok_v, pos_v) = sizes["in"], sizes["after"]
+    assert abs(tok_x / pos_x - 1) < 0.3 and tok_v / pos_v > 2.5, sizes
+    prose = markdown_after("06_trained_head", "F.cosine_similarity(v_win")
+    for number in (tok_x, pos_x, tok_v, pos_v):
+        assert f"{number:.1f}" in prose, (number, prose)
+    nb = nbformat.read(LESSONS / "06_trained_head.ipynb", as_version=4)
+    assert not [c for c in nb.cells if "weighs far more" in c.source]
+
+
+def test_chapter_6_the_bigram_barely_moves_from_step_1000_as_the_table_prints():
+    out = output_of("06_trained_head", "for step in (100, 500, 1000, 2000, 3000)")
+    table = {int(r.split()[0]): [float(v) for v in r.split()[1:]] for r in out.splitlines()[1:] if r.strip()[:1].isdigit()}
+    prose = markdown_after("06_trained_head", "for step in (100, 500, 1000, 2000, 3000)")
+    assert "From step 1,000 on" in prose
+    assert f"{table[1000][3]:.3f} to {table[3000][3]:.3f}" in prose and f"{table[1000][1]:.3f} to {table[3000][1]:.3f}" in prose
+    assert table[1000][3] - table[3000][3] < 0.02 < table[500][3] - table[1000][3]
+
+
+def test_chapter_6_exercise_6_3_no_longer_asks_what_section_6_9_answers():
+    nb = nbformat.read(LESSONS / "06_trained_head.ipynb", as_version=4)
+    task = next(c.source for c in nb.cells if ":label: ex-trained-previous" in c.source)
+    assert "why did training not turn" not in task and "as $t$ grows" in task
+    out = output_of_solution("06_trained_head", "def previous_token_head")
+    first, last = (float(w) for w in out.splitlines()[1].split()[::6])
+    s = 20 / 8 ** 0.5
+    assert (round(first, 3), round(last, 3)) == (round(math.exp(s) / (math.exp(s) + 1), 3),
+                                                  round(math.exp(s) / (math.exp(s) + 7), 3))
+
+
+def output_of_solution(stem, snippet):
+    nb = nbformat.read(LESSONS / f"{stem}.ipynb", as_version=4)
+    cells = [c for c in nb.cells if c.cell_type == "code" and snippet in c.source
+             and "solution" in c.metadata.get("tags", [])]
+    return "".join(o.get("text", "") for o in cells[0].outputs)
