@@ -453,6 +453,28 @@ def multihead(order=None, stack_dim=1, merge=None, per_head=False, flat=False, *
     return fn
 
 
+def real_sdpa(values, causal=True, **sdpa):
+    """The real-batch answer from one call of F.scaled_dot_product_attention, with ``values(q, k)`` as v."""
+
+    def real_batch_weights():
+        q, k = REAL_HEAD.query(REAL_X), REAL_HEAD.key(REAL_X)
+        return F.scaled_dot_product_attention(q, k, values(q, k), is_causal=causal, **sdpa)
+
+    return real_batch_weights
+
+
+def multihead_wide(four_d):
+    """One head over the heads' q, k, v concatenated, (B, T, n * hs): every score sums every head's product."""
+
+    def fn(heads, x):
+        q, k, v = (torch.cat([getattr(h, n)(x) for h in heads], -1) for n in ("query", "key", "value"))
+        if four_d:
+            return F.scaled_dot_product_attention(q[:, None], k[:, None], v[:, None], is_causal=True)[:, 0]
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+    return fn
+
+
 def multihead_batched_3d(heads, x):
     B = x.shape[0]
     q, k, v = (torch.cat([getattr(h, n)(x) for h in heads], 0) for n in ("query", "key", "value"))  # (n * B, T, hs)
@@ -1009,6 +1031,16 @@ WRONG = [
     ("real-qk-swapped", checks.check_real_batch_weights, (real_weights(swap=True), REAL_HEAD, REAL_X), "head/qk-swapped"),
     ("real-sqrt-C", checks.check_real_batch_weights, (real_weights(scale=32**-0.5), REAL_HEAD, REAL_X), "head/sqrt-C"),
     ("real-fill-zero", checks.check_real_batch_weights, (real_weights(fill=0.0), REAL_HEAD, REAL_X), "mask/fill-zero"),
+    ("real-value-as-v", checks.check_real_batch_weights, (real_sdpa(lambda q, k: REAL_HEAD.value(REAL_X)), REAL_HEAD,
+     REAL_X), "real/head-output"),
+    ("real-head-output", checks.check_real_batch_weights, (lambda: REAL_HEAD(REAL_X), REAL_HEAD, REAL_X),
+     "real/head-output"),
+    ("real-one-row", checks.check_real_batch_weights, (lambda: real_weights()()[:, -1], REAL_HEAD, REAL_X), "real/shape"),
+    ("real-one-sequence", checks.check_real_batch_weights, (real_weights()()[0], REAL_HEAD, REAL_X), "real/shape"),
+    ("real-sdpa-no-causal", checks.check_real_batch_weights, (real_sdpa(lambda q, k: torch.eye(8).expand(4, 8, 8),
+     causal=False), REAL_HEAD, REAL_X), "sdpa/no-causal"),
+    ("real-sdpa-float-mask", checks.check_real_batch_weights, (real_sdpa(lambda q, k: torch.eye(8).expand(4, 8, 8),
+     causal=False, attn_mask=torch.tril(torch.ones(8, 8))), REAL_HEAD, REAL_X), "sdpa/float-mask"),
     # weights of a real batch, causal or not
     # chapter 5: F.scaled_dot_product_attention, one head
     # chapter 5: several heads, one call
@@ -1031,6 +1063,14 @@ WRONG = [
     ("multihead-not-merged-permute", checks.check_multihead_sdpa,
      (multihead(merge=lambda out: out.permute(0, 2, 1, 3)),), "multihead/not-merged"),
     ("multihead-mean", checks.check_multihead_sdpa, (multihead(merge=lambda out: out.mean(1)),), "multihead/mean"),
+    ("multihead-one-wide-head", checks.check_multihead_sdpa, (multihead_wide(four_d=True),), "multihead/one-wide-head"),
+    ("multihead-one-wide-head-3d", checks.check_multihead_sdpa, (multihead_wide(four_d=False),),
+     "multihead/one-wide-head"),
+    ("multihead-stack-axis-2", checks.check_multihead_sdpa,
+     (multihead(stack_dim=2, merge=lambda out: out.reshape(out.shape[0], out.shape[1], -1)),), "multihead/stack-axis"),
+    ("multihead-stack-axis-2-transposed", checks.check_multihead_sdpa,
+     (multihead(stack_dim=2, merge=lambda out: out.transpose(1, 2).reshape(out.shape[0], out.shape[1], -1)),),
+     "multihead/stack-axis"),
     ("multihead-sum-over-n", checks.check_multihead_sdpa,
      (multihead(merge=lambda out: out.sum(dim=1) / out.shape[1]),), "multihead/mean"),
     ("multihead-by-hand", checks.check_multihead_sdpa, (multihead_by_hand,), "multihead/no-sdpa"),
@@ -1541,3 +1581,24 @@ def test_every_message_in_the_tables_is_produced_by_some_test():
             except AssertionError:
                 pass  # a case that no longer fails: its message stays missing below
     assert sorted(set(checks.MISTAKES) - RAISED) == []
+
+
+def test_an_infinite_change_in_place_is_said_as_such_not_as_the_largest_float():
+    """masked_fill_ writes -inf over the check's scores: the change is infinite, and the message says so
+    instead of "by up to 1.8e+308" (nan_to_num's default for inf)."""
+    def padded_weights(scores, pad):
+        T = scores.shape[-1]
+        hide = torch.ones(T, T, dtype=torch.bool).triu(1) | pad[:, None, :]
+        weights = F.softmax(scores.masked_fill_(hide, float("-inf")), dim=-1)
+        return weights.nan_to_num(0.0)
+
+    failure = _produce(checks.check_padding_mask, (padded_weights,))
+    assert failure.mistake == "general/changed-input", str(failure)
+    assert "1.8e+308" not in str(failure) and "an infinity written over a finite number" in str(failure)
+
+
+def test_the_padding_check_says_why_an_all_masked_row_is_nan():
+    """The softmax's first step, -inf - (-inf), makes the nan, before any division."""
+    failure = _produce(checks.check_padding_mask, (lambda s, p: pad_weights(s, p, empty="nan"),))
+    assert failure.mistake == "pad/nan-rows", str(failure)
+    assert "-inf - (-inf) = nan" in str(failure) and "0 / 0" not in str(failure)
