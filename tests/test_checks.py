@@ -103,6 +103,16 @@ def one_way():
     return layers(RIGHT_Q, RIGHT_K)
 
 
+def one_way_in_place(write):
+    """The exercise's layers, their weights written by ``write(weight, rows)`` outside torch.no_grad()."""
+    def build():
+        query, key = nn.Linear(2, 2, bias=False), nn.Linear(2, 2, bias=False)
+        write(query.weight, torch.tensor(RIGHT_Q))
+        write(key.weight, torch.tensor(RIGHT_K))
+        return query, key
+    return build
+
+
 def one_way_parameters():
     """The same layers, their weights set as new Parameters."""
     query, key = nn.Linear(2, 3, bias=False), nn.Linear(2, 3, bias=False)
@@ -123,6 +133,10 @@ def unit_scale(q, k):
 def softmax_safe(z):
     e = (z - z.max(dim=-1, keepdim=True).values).exp()
     return e / e.sum(dim=-1, keepdim=True)
+
+
+def row_max(z):
+    return z.max(dim=-1, keepdim=True).values
 
 
 def softmax_hand(shift, total):
@@ -812,6 +826,15 @@ WRONG = [
     ("no-keepdim-last", checks.check_cumsum_average, (average_by(lambda w: w / w.sum(dim=-1)),), "average/no-keepdim"),
     ("no-cumsum-loop", checks.check_cumsum_average, (average_loop,), "average/no-cumsum"),
     ("no-cumsum-matmul", checks.check_cumsum_average, (average_matmul,), "average/no-cumsum"),
+    ("counts-hard-coded", checks.check_cumsum_average, (lambda x: x.cumsum(1) / torch.arange(1, 9).view(-1, 1),),
+     "average/counts-fixed"),
+    ("counts-chapter-T", checks.check_cumsum_average, (lambda x: x.cumsum(dim=1) / torch.arange(1.0, 8 + 1)[:, None],),
+     "average/counts-fixed"),
+    ("floor-division", checks.check_cumsum_average, (lambda x: x.cumsum(1) // torch.arange(1, x.shape[1] + 1)[:, None],),
+     "average/floor-division"),
+    ("floor-division-div", checks.check_cumsum_average,
+     (lambda x: torch.div(x.cumsum(1), torch.arange(1, x.shape[1] + 1).view(-1, 1), rounding_mode="floor"),),
+     "average/floor-division"),
     ("counts-1d", checks.check_cumsum_average, (cumsum_over(lambda T: torch.arange(1, T + 1)),), "average/hint-counts-axis"),
     ("counts-row", checks.check_cumsum_average, (cumsum_over(lambda T: torch.arange(1, T + 1).view(1, T)),),
      "average/hint-counts-axis"),
@@ -835,6 +858,10 @@ WRONG = [
     ("one-way-3-in", checks.check_one_way, (lambda: (nn.Linear(3, 4, bias=False), nn.Linear(3, 4, bias=False)),),
      "one-way/width"),
     ("one-way-raises", checks.check_one_way, (lambda: 1 / 0,), "general/raised"),
+    ("one-way-copy-without-no-grad", checks.check_one_way, (one_way_in_place(lambda w, rows: w.copy_(rows)),),
+     "one-way/hint-no-grad"),
+    ("one-way-index-without-no-grad", checks.check_one_way,
+     (one_way_in_place(lambda w, rows: w.__setitem__((0, 0), rows[0, 0])),), "one-way/hint-no-grad"),
     # chapter 3: the inverse temperature
     ("scale-sqrt-dk", checks.check_unit_scale, (lambda q, k: 1 / math.sqrt(q.shape[-1]),), "scale/unit-variance"),
     ("scale-dk-power", checks.check_unit_scale, (lambda q, k: q.shape[-1] ** -0.5,), "scale/unit-variance"),
@@ -842,6 +869,9 @@ WRONG = [
      (lambda q, k: 1 / (math.sqrt(q.shape[-1]) * q.var().item() * k.var().item()),), "scale/variances"),
     ("scale-variances-tensor", checks.check_unit_scale,
      (lambda q, k: 1 / (math.sqrt(q.size(-1)) * (q.var() * k.var()).item()),), "scale/variances"),
+    ("scale-std", checks.check_unit_scale,
+     (lambda q, k: 1 / math.sqrt(q.shape[-1] * q.std().item() * k.std().item()),), "scale/std"),
+    ("scale-std-tensor", checks.check_unit_scale, (lambda q, k: (q.size(-1) * q.std() * k.std()) ** -0.5,), "scale/std"),
     ("scale-no-dk", checks.check_unit_scale, (lambda q, k: 1 / (q.std() * k.std()).item(),), "scale/no-dk"),
     ("scale-no-dk-var", checks.check_unit_scale, (lambda q, k: 1 / math.sqrt(q.var().item() * k.var().item()),),
      "scale/no-dk"),
@@ -874,6 +904,18 @@ WRONG = [
     ("whole-sum-method", checks.check_softmax, (lambda z: z.exp() / z.exp().sum(),), "softmax/whole-sum"),
     ("no-exp", checks.check_softmax, (lambda z: z / z.sum(-1, keepdim=True),), "softmax/no-exp"),
     ("no-exp-torch", checks.check_softmax, (lambda z: z / torch.sum(z, dim=-1, keepdim=True),), "softmax/no-exp"),
+    # the same slips after a right max subtraction, z - z.max(-1, keepdim=True).values
+    ("shifted-axis-0", checks.check_softmax, (softmax_hand(row_max, lambda e: e.sum(0, keepdim=True)),),
+     "softmax/wrong-axis"),
+    ("shifted-axis-1", checks.check_softmax, (softmax_hand(row_max, lambda e: torch.sum(e, dim=1, keepdim=True)),),
+     "softmax/wrong-axis"),
+    ("shifted-whole-sum", checks.check_softmax, (softmax_hand(row_max, torch.sum),), "softmax/whole-sum"),
+    ("shifted-whole-sum-method", checks.check_softmax, (softmax_hand(row_max, lambda e: e.sum()),), "softmax/whole-sum"),
+    ("shifted-no-exp", checks.check_softmax, (lambda z: (z - row_max(z)) / (z - row_max(z)).sum(-1, keepdim=True),),
+     "softmax/no-exp"),
+    ("shifted-no-exp-torch", checks.check_softmax,
+     (lambda z: (lambda m: m / torch.sum(m, dim=-1, keepdim=True))(z - torch.max(z, dim=-1, keepdim=True)[0]),),
+     "softmax/no-exp"),
     # chapter 4: the causal mask
     ("fixed-size-mask", checks.check_head, (head_attending(masked(lambda T: _tril(8) == 0)),), "head/T-lt-block"),
     ("fixed-size-where", checks.check_head, (head_attending(lambda s: F.softmax(torch.where(_tril(8) == 0, NEG, s), -1)),),

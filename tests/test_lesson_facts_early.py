@@ -1,6 +1,7 @@
 """Chapters 1 to 3, the second fresh read: each claim its chapter makes is an output, and the prose after it
 quotes what it prints (beside tests/test_lesson_facts.py, whose helpers these mirror)."""
 
+import re
 from pathlib import Path
 
 import nbformat
@@ -93,5 +94,61 @@ def test_chapter_1_says_what_the_check_code_is_where_a_learner_first_meets_it():
     asked = code_index("01_plain_causal_average", 'questions.ask("ch1-reach"')
     assert "(check code " in output_of("01_plain_causal_average", 'questions.ask("ch1-reach"')
     before = " ".join(nb[asked - 1].source.split())
-    assert "check code: a fingerprint of the answers stored with the question" in before
+    said = re.findall(r"\(The check code [^)]*\)", before)  # one short sentence, not the machinery
+    assert said == ["(The check code at the end of the question's line is for the course's tests; you can "
+                    "ignore it.)"], before
     assert not [c for c in nb[:asked - 1] if "check code" in c.source]  # said once, where it first shows
+
+
+# ---- the third fresh read: the numbers its fixes state, computed again ----
+
+def signed(v):
+    return f"{v:.1f}".replace("-", "−")
+
+
+def test_chapter_2_the_scaled_range_changes_far_less_than_the_raw_one():
+    """The explorer's ranges at d_k = 16 and 128 (our 16 rows, then 112 drawn from seed 1337, as the aside
+    repeats them): the raw range the prose quotes, and the scaled one, about 1.3 times as wide."""
+    torch.manual_seed(1337)
+    x = torch.randn(4, 8, 384)
+    key, query = nn.Linear(384, 16, bias=False), nn.Linear(384, 16, bias=False)
+    g = torch.Generator().manual_seed(1337)
+
+    def drawn(rows):
+        return (torch.rand(rows, 384, generator=g) * 2 - 1) / 384 ** 0.5
+
+    with torch.no_grad():
+        s16 = (x[0] @ query.weight.T) @ (x[0] @ key.weight.T).T
+        q128 = x[0] @ torch.cat([query.weight, drawn(112)]).T
+        k128 = x[0] @ torch.cat([key.weight, drawn(112)]).T
+        s128 = q128 @ k128.T
+    bullet = " ".join(markdown_after("02_queries_keys_values", "torch.set_printoptions(precision=2)").split())
+    scaled = []
+    for s, d_k in ((s16, 16), (s128, 128)):
+        lo, hi = s.min().item(), s.max().item()
+        assert f"{signed(lo)} to {signed(hi)} at {d_k}" in bullet, (d_k, bullet)
+        r = s / d_k ** 0.5
+        assert f"{signed(r.min().item())} to {signed(r.max().item())} at {d_k}" in bullet, (d_k, bullet)
+        scaled.append((r.max() - r.min()).item())
+    assert f"about {scaled[1] / scaled[0]:.1f} times as wide" in bullet and "stays about the same" not in bullet
+
+
+def test_chapter_3_the_random_row_gradient_peaks_at_about_s_2():
+    """The random row of cell 33, drawn again from the chapter's generator after section 3.4's draws: its
+    gradient matches the printed table, and on the figure's grid of s it peaks at s = 2, as the prose says."""
+    g = torch.Generator().manual_seed(1337)
+    for d_k in [1, 4, 16, 64, 256]:
+        torch.randn(100_000, d_k, generator=g, dtype=torch.float64)
+        torch.randn(100_000, d_k, generator=g, dtype=torch.float64)
+    row = torch.randn(8, generator=g)
+    gradient = {}
+    for s in [i / 4 for i in range(49)]:
+        p = torch.softmax(s * row, dim=-1).max()
+        gradient[s] = (p * (1 - p)).item()
+    table = output_of("03_scaled_dot_product", "8 random logits × s")
+    for line in table.splitlines()[2:]:
+        s, *_, printed = line.split()
+        assert f"{gradient[float(s)]:.4f}" == printed, line
+    assert max(gradient, key=gradient.get) == 2.0
+    prose = " ".join(markdown_after("03_scaled_dot_product", "plots.saturation_curves(").split())
+    assert "at about $s = 2$ for the random row" in prose and "a little later" not in prose

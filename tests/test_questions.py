@@ -360,6 +360,11 @@ EARLY = [
     ("ch3-variance", 8, False, "standard deviation of the raw q·k", False),
     ("ch3-variance", 0.125, False, "as if q·k had variance 1", True),
     ("ch3-variance", 64, False, "no 1/√d_k scaling", True),
+    # the third fresh read: one row's weight, the large-T estimate, and the shift invariance misapplied
+    ("ch1-column", 0.125, False, "is one weight: row 7's weight at position 0", True),
+    ("ch1-column", 1 / 8, False, "the sum of column 7, which only row 7 reaches", True),
+    ("ch1-column", 2.66, False, "an estimate: ln 8 + γ ≈ 2.657", True),
+    ("ch3-gradient", 0, False, "only the first logit moves", True),
 ]
 
 

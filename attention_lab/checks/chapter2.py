@@ -6,6 +6,7 @@ import torch
 import torch.nn as nn
 
 from .engine import _fail, _fail_unless_float_cpu, _name, _table
+from .hints import _HINTS
 from .running import _call, _check
 
 _ONE_WAY_ROWS = _table(
@@ -26,6 +27,13 @@ _ONE_WAY_ROWS = _table(
     ("one-way/weak", "not yet one-way enough: a -> b scores {ab:.2f} (needs 2 or more) and b -> a {ba:.2f} "
      "(needs 0 or less)", None),
 )
+
+_ONE_WAY_HINTS = _table(
+    ("one-way/hint-no-grad", "a layer's weight is a parameter that autograd tracks (requires_grad=True), "
+     "and PyTorch refuses to change such a tensor in place, as weight.copy_(...) or weight[0, 0] = 2.0 do, "
+     "while it records operations; write the weights inside `with torch.no_grad():`",
+     lambda case, failure: {} if "leaf Variable that requires grad" in str(failure.exc) else None),
+) + _HINTS
 
 A = torch.tensor([1.0, 0.0])  # token a
 B = torch.tensor([0.0, 1.0])  # token b
@@ -49,9 +57,10 @@ def check_one_way(one_way, *, trial):
 
     Names: tied weights (one matrix for both), the two directions swapped, weights written as (in, out),
     a bias, layers of the wrong sizes, weights that are not float numbers on the CPU (a meta device),
-    scores that lean the right way but too little. It draws no inputs: ``trial`` is unused.
+    scores that lean the right way but too little, weights written in place outside ``torch.no_grad()``.
+    It draws no inputs: ``trial`` is unused.
     """
-    got, _ = _call(one_way, inputs="no arguments")
+    got, _ = _call(one_way, inputs="no arguments", hints=_ONE_WAY_HINTS)
     name = _name(one_way)
     if not (isinstance(got, tuple | list) and len(got) == 2 and all(isinstance(m, nn.Linear) for m in got)):
         _fail("one-way/not-layers", name=name, got=type(got).__name__)

@@ -67,7 +67,9 @@ def ch3_gradient(logits, saturated=(8.0, 0.0)):
                                "e^z by the row's sum, which grows with it."),
          (even * (1 - even), "p(1 − p) = 0.25 is the largest the gradient gets, at equal logits (p = 0.5); "
                              f"here p = {p[0]:.4f}."),
+         (0.0, f"adding one number to every logit leaves the softmax unchanged, but here only the first "
+               f"logit moves: its weight p = {p[0]:.4f} grows with it, at the rate p(1 − p)."),
          (grad_sat[0], f"that is the gradient at {shown_sat}, the row printed above; this row is {shown}, "
                        f"with p = {p[0]:.4f}.")],
         # 5e-5 lets the saturated row's 0.000335 be typed as printed, 0.0003; every other answer is 0.1 or more
-        {"rel": 0.05, "abs": 5e-5}, hint="scientific notation such as 1e-5 is fine")
+        {"rel": 0.05, "abs": 5e-5}, hint="scientific notation such as 1e-3 is fine")
