@@ -251,30 +251,28 @@ def launch_files(book: Book | None = None) -> dict[Path, str]:
     return {LAUNCH / path.name: text_of(launch_notebook(path, book)) for path in chapters()}
 
 
+def _differences(wanted: dict[Path, str]) -> tuple[list[Path], list[Path]]:
+    """The files of ``wanted`` that are missing or differ, and the notebooks in notebooks/ it does not name."""
+    changed = [path for path, text in wanted.items()
+               if not path.is_file() or path.read_text(encoding="utf-8") != text]
+    return changed, [path for path in sorted(LAUNCH.glob("*.ipynb")) if path not in wanted]
+
+
 def stale(book: Book | None = None) -> list[str]:
     """The files in notebooks/ that differ from what the chapters give, are missing or have no chapter."""
-    wanted = launch_files(book)
-    found = []
-    for path, text in wanted.items():
-        if not path.is_file() or path.read_text(encoding="utf-8") != text:
-            found.append(shown(path))
-    for path in sorted(LAUNCH.glob("*.ipynb")):
-        if path not in wanted:
-            found.append(f"{shown(path)} (no chapter in lessons/ has this name)")
-    return found
+    changed, orphans = _differences(launch_files(book))
+    return [shown(path) for path in changed] + [f"{shown(path)} (no chapter in lessons/ has this name)"
+                                               for path in orphans]
 
 
 def write(book: Book | None = None) -> list[Path]:
     """Write notebooks/ from lessons/; remove launch notebooks whose chapter is gone. Return changed files."""
     wanted = launch_files(book)
+    changed, orphans = _differences(wanted)
     LAUNCH.mkdir(exist_ok=True)
-    changed = []
-    for path, text in wanted.items():
-        if not path.is_file() or path.read_text(encoding="utf-8") != text:
-            path.write_text(text, encoding="utf-8")
-            changed.append(path)
-    for path in sorted(LAUNCH.glob("*.ipynb")):
-        if path not in wanted:
-            path.unlink()
-            changed.append(path)
-    return changed
+    for path in changed:
+        path.write_text(wanted[path], encoding="utf-8")
+    for path in orphans:
+        path.unlink()
+    return changed + orphans
+
