@@ -22,9 +22,9 @@ from nbconvert.preprocessors import CoalesceStreamsPreprocessor
 
 from course import launch_notebooks
 from course.layout import chosen_chapters, README, ROOT, BOOK, pages_url, release_ref, repository, shown
-from course.notebook_file import read_notebook
+from course.notebook_file import as_text, read_notebook
+from course.tags import BOOTSTRAP, REMOVE_CELL, tags_of
 
-BOOTSTRAP_TAG = "bootstrap"
 KERNEL_TIMEOUT = 600
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
@@ -124,12 +124,12 @@ def sync(nb: nbformat.NotebookNode) -> bool:
     """Make the first cell the bootstrap cell; return True if the notebook changed."""
     source = bootstrap_source()
     first = nb.cells[0] if nb.cells else None
-    if first is not None and BOOTSTRAP_TAG in first.get("metadata", {}).get("tags", []):
+    if first is not None and BOOTSTRAP in tags_of(first):
         if first.source == source:
             return False
         first.source = source
         return True
-    cell = nbformat.v4.new_code_cell(source, metadata={"tags": [BOOTSTRAP_TAG, "remove-cell"]})
+    cell = nbformat.v4.new_code_cell(source, metadata={"tags": [BOOTSTRAP, REMOVE_CELL]})
     nb.cells.insert(0, cell)
     return True
 
@@ -181,12 +181,6 @@ def execute(path: Path) -> None:
     normalize(nb, path.stem)
     nbformat.validate(nb)
     path.write_text(as_text(nb), encoding="utf-8")
-
-
-def as_text(nb: nbformat.NotebookNode) -> str:
-    """The notebook's file, as nbformat.write writes it (tests/stored_outputs.py compares with this)."""
-    text = nbformat.writes(nb)
-    return text if text.endswith("\n") else text + "\n"
 
 
 def add_arguments(parser) -> None:

@@ -20,7 +20,7 @@ from course.book_index import Book, LaunchError, load_book
 from course.layout import LAUNCH, chapters, shown
 from course.lesson import read_lesson
 from course.myst import HEADING, Block, raw_myst_in_notebook
-from course.notebook_file import read_notebook
+from course.notebook_file import as_text, read_notebook
 from course.plain_markdown import Converter, _tidy, details, fenced
 from course.solution_code import _text_outputs, demonstrations, split_solution
 from course.tags import BOOK_TAGS, BOOTSTRAP, CHECK_CALL, HIDE_CELL, HIDE_INPUT, HIDE_OUTPUT, REMOVE_CELL, \
@@ -237,18 +237,13 @@ def launch_notebook(path: Path, book: Book | None = None):
     return plain_notebook(nb, path.stem, book or load_book(), name=shown(path))
 
 
-
-def text_of(nb) -> str:
-    return nbformat.writes(nb) + "\n"
-
-
 # ---------------------------------------------------------------------------------------------------
 # notebooks/ as a whole
 
 def launch_files(book: Book | None = None) -> dict[Path, str]:
     """What notebooks/ should hold: each chapter's launch notebook, as the text to write."""
     book = book or load_book()
-    return {LAUNCH / path.name: text_of(launch_notebook(path, book)) for path in chapters()}
+    return {LAUNCH / path.name: as_text(launch_notebook(path, book)) for path in chapters()}
 
 
 def _differences(wanted: dict[Path, str]) -> tuple[list[Path], list[Path]]:
