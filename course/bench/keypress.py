@@ -17,6 +17,7 @@ import math
 import os
 import tempfile
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -276,7 +277,7 @@ def run(args) -> int:
         if not args.no_lab:
             lab = lab_times(browser, Path(home), stems, args)
         if not args.no_page:
-            with bench_pages.serve(html) as url, (bench_pages.serve(base) if base else bench_pages._none()) as b_url:
+            with bench_pages.serve(html) as url, (bench_pages.serve(base) if base else nullcontext()) as b_url:
                 for stem in stems:  # this build and the baseline in turn, chapter by chapter: the same load
                     path = f"lessons/{stem}.html"
                     page[stem] = (page_chapter(browser, url + path, args.presses, args.wait) if (html / path).is_file()

@@ -15,7 +15,7 @@ import functools
 import gzip
 import http.server
 import threading
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
@@ -128,7 +128,7 @@ def run(args) -> int:
     from playwright.sync_api import sync_playwright
 
     rows, offsite = [], 0
-    with sync_playwright() as pw, serve(html) as url, (serve(base) if base else _none()) as base_url:
+    with sync_playwright() as pw, serve(html) as url, (serve(base) if base else nullcontext()) as base_url:
         browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
         for path in pages:
             this = Visit(browser, html, url, path, args.width)
@@ -143,11 +143,6 @@ def run(args) -> int:
         print(f"\n{offsite} request(s) left localhost and were blocked (listed above): the book is not self-contained")
         return 1
     return 0
-
-
-@contextmanager
-def _none():
-    yield None
 
 
 def _mb(b: int) -> str:
