@@ -92,11 +92,6 @@ def readme_table(paths: list[Path]) -> str:
     return "\n".join(rows)
 
 
-def sync_readme(paths: list[Path], write: bool) -> bool:
-    """Rewrite the README's chapter table; return True if it was out of date."""
-    return sync_markers(README, README_START, README_END, readme_table(paths), write)
-
-
 CLONE_START = "<!-- clone: written by `make sync` from _config.yml; edit there -->"
 CLONE_END = "<!-- /clone -->"
 
@@ -211,7 +206,8 @@ def run(args) -> int:
     if not args.chapters and args.command in ("sync", "check"):
         write = args.command == "sync"
         how_to_run = BOOK / "how_to_run.md"
-        for name, changed in (("the chapter table in README.md", sync_readme(paths, write)),
+        for name, changed in (("the chapter table in README.md",
+                               sync_markers(README, README_START, README_END, readme_table(paths), write)),
                               ("the clone command in book/how_to_run.md",
                                sync_markers(how_to_run, CLONE_START, CLONE_END, clone_block(), write))):
             if changed and write:
