@@ -85,7 +85,6 @@ class Edition:
     stem: str
     student: Path
     autograder_zip: Path
-    solutions: Path
     questions: list[str] = field(default_factory=list)  # "Exercise 3.1", ...
     discussions: list[str] = field(default_factory=list)  # exercises with no code to grade
 
@@ -377,8 +376,7 @@ def assign(master, stem: str, out: Path, run_tests: bool = True) -> Edition:
         if target.exists():
             shutil.rmtree(target)
         shutil.copytree(result, target)
-    return Edition(stem, target / "student" / f"{stem}.ipynb", target / "autograder" / f"{stem}-autograder.zip",
-                   target / "autograder" / f"{stem}.ipynb")
+    return Edition(stem, target / "student" / f"{stem}.ipynb", target / "autograder" / f"{stem}-autograder.zip")
 
 
 def build(paths: list[Path], out: Path = OUT, *, run_tests: bool = True, book=None, log=print) -> list[Edition]:

@@ -20,7 +20,7 @@ from course.book_index import Book, LaunchError, load_book
 from course.layout import LAUNCH, chapters, shown
 from course.lesson import read_lesson
 from course.myst import HEADING, Block, raw_myst_in_notebook
-from course.notebook_file import read_notebook
+from course.notebook_file import as_text, read_notebook
 from course.plain_markdown import Converter, _tidy, details, fenced
 from course.solution_code import _text_outputs, demonstrations, split_solution
 from course.tags import BOOK_TAGS, BOOTSTRAP, CHECK_CALL, HIDE_CELL, HIDE_INPUT, HIDE_OUTPUT, REMOVE_CELL, \
@@ -237,44 +237,37 @@ def launch_notebook(path: Path, book: Book | None = None):
     return plain_notebook(nb, path.stem, book or load_book(), name=shown(path))
 
 
-
-def text_of(nb) -> str:
-    return nbformat.writes(nb) + "\n"
-
-
 # ---------------------------------------------------------------------------------------------------
 # notebooks/ as a whole
 
 def launch_files(book: Book | None = None) -> dict[Path, str]:
     """What notebooks/ should hold: each chapter's launch notebook, as the text to write."""
     book = book or load_book()
-    return {LAUNCH / path.name: text_of(launch_notebook(path, book)) for path in chapters()}
+    return {LAUNCH / path.name: as_text(launch_notebook(path, book)) for path in chapters()}
+
+
+def _differences(wanted: dict[Path, str]) -> tuple[list[Path], list[Path]]:
+    """The files of ``wanted`` that are missing or differ, and the notebooks in notebooks/ it does not name."""
+    changed = [path for path, text in wanted.items()
+               if not path.is_file() or path.read_text(encoding="utf-8") != text]
+    return changed, [path for path in sorted(LAUNCH.glob("*.ipynb")) if path not in wanted]
 
 
 def stale(book: Book | None = None) -> list[str]:
     """The files in notebooks/ that differ from what the chapters give, are missing or have no chapter."""
-    wanted = launch_files(book)
-    found = []
-    for path, text in wanted.items():
-        if not path.is_file() or path.read_text(encoding="utf-8") != text:
-            found.append(shown(path))
-    for path in sorted(LAUNCH.glob("*.ipynb")):
-        if path not in wanted:
-            found.append(f"{shown(path)} (no chapter in lessons/ has this name)")
-    return found
+    changed, orphans = _differences(launch_files(book))
+    return [shown(path) for path in changed] + [f"{shown(path)} (no chapter in lessons/ has this name)"
+                                               for path in orphans]
 
 
 def write(book: Book | None = None) -> list[Path]:
     """Write notebooks/ from lessons/; remove launch notebooks whose chapter is gone. Return changed files."""
     wanted = launch_files(book)
+    changed, orphans = _differences(wanted)
     LAUNCH.mkdir(exist_ok=True)
-    changed = []
-    for path, text in wanted.items():
-        if not path.is_file() or path.read_text(encoding="utf-8") != text:
-            path.write_text(text, encoding="utf-8")
-            changed.append(path)
-    for path in sorted(LAUNCH.glob("*.ipynb")):
-        if path not in wanted:
-            path.unlink()
-            changed.append(path)
-    return changed
+    for path in changed:
+        path.write_text(wanted[path], encoding="utf-8")
+    for path in orphans:
+        path.unlink()
+    return changed + orphans
+

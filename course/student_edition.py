@@ -26,14 +26,10 @@ from course.lesson import Cell, read_lesson
 from course.myst import directives
 from course.notebook_file import read_notebook
 from course.tags import REMOVE_CELL as REMOVE
-from course.tags import SOLUTION, STUB
+from course.tags import SOLUTION, STUB, tags_of
 
 class StudentEditionError(ValueError):
     """A chapter does not follow the exercise pattern; the message names the notebook and the cell."""
-
-
-def _tags(cell) -> list[str]:
-    return list(cell.get("metadata", {}).get("tags", []))
 
 
 def _only_marker(cell: Cell, name: str) -> bool:
@@ -74,7 +70,7 @@ def make_student_notebook(nb: nbformat.NotebookNode, name: str = "notebook") -> 
     open_solution = None  # index of the {solution-start} cell we are inside, if any
 
     for i, cell in enumerate(nb.cells):
-        tags = _tags(cell)
+        tags = tags_of(cell)
         if SOLUTION in tags and STUB in tags:
             errors.append(f"{where(i)} is tagged both `{SOLUTION}` and `{STUB}`; a cell is one or the other")
         if STUB in tags:
@@ -155,7 +151,7 @@ def make_student_notebook(nb: nbformat.NotebookNode, name: str = "notebook") -> 
 
     nb.cells = [cell for i, cell in enumerate(nb.cells) if i not in drop]
     for cell in nb.cells:
-        tags = _tags(cell)
+        tags = tags_of(cell)
         if STUB in tags and REMOVE in tags:
             cell.metadata["tags"] = [t for t in tags if t != REMOVE]
         if cell.cell_type == "code":

@@ -141,17 +141,16 @@ def run(args) -> int:
         "threads": args.threads,
         "torch": torch.__version__,
     }
+    states = {training.HEAD_FILE: results["head"][1].state_dict(), training.UNTRAINED_FILE: results["head"][0],
+              training.BIGRAM_FILE: results["bigram"][1].state_dict(),
+              training.IDENTITY_FILE: results["identity"][1].state_dict(),
+              training.RESIDUAL_FILE: results["residual"][1].state_dict()}
     args.out.mkdir(parents=True, exist_ok=True)
-    torch.save(results["head"][1].state_dict(), args.out / training.HEAD_FILE)
-    torch.save(results["head"][0], args.out / training.UNTRAINED_FILE)
-    torch.save(results["bigram"][1].state_dict(), args.out / training.BIGRAM_FILE)
-    torch.save(results["identity"][1].state_dict(), args.out / training.IDENTITY_FILE)
-    torch.save(results["residual"][1].state_dict(), args.out / training.RESIDUAL_FILE)
+    for name, state in states.items():
+        torch.save(state, args.out / name)
     (args.out / training.LOG_FILE).write_text(dumps(log), encoding="utf-8")
 
-    size = sum((args.out / name).stat().st_size for name in
-               (training.HEAD_FILE, training.UNTRAINED_FILE, training.BIGRAM_FILE, training.IDENTITY_FILE,
-                training.RESIDUAL_FILE, training.LOG_FILE))
+    size = sum((args.out / name).stat().st_size for name in [*states, training.LOG_FILE])
     print(f"validation loss (nats): head {head['val_loss']:.3f}, bigram {bigram['val_loss']:.3f}, "
           f"identity {log['identity']['val_loss']:.3f}, residual {log['residual']['val_loss']:.3f} "
           f"(untrained head {head['val_loss_untrained']:.3f})")

@@ -55,19 +55,14 @@ def copy_all() -> dict:
         shutil.rmtree(VENDOR)
     VENDOR.mkdir(parents=True)
     for package, src, dest in COPIES:
-        base = NODE_MODULES / package
-        sources = sorted(base.glob(src)) if "*" in src else [base / src]
-        if not sources or not all(s.exists() for s in sources):
+        source, target = NODE_MODULES / package / src, VENDOR / dest
+        if not source.exists():
             raise SystemExit(f"vendor_js: expected {package}/{src} in node_modules; got nothing. Run `npm ci`.")
-        for s in sources:
-            target = VENDOR / dest
-            if dest.endswith("/"):
-                target = target / s.name
-            target.parent.mkdir(parents=True, exist_ok=True)
-            if s.is_dir():
-                shutil.copytree(s, target)
-            else:
-                shutil.copy2(s, target)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if source.is_dir():
+            shutil.copytree(source, target)
+        else:
+            shutil.copy2(source, target)
     manifest = {
         "katex_css": KATEX_CSS,
         "versions": {p: package_version(p) for p in sorted({c[0] for c in COPIES})},

@@ -101,7 +101,8 @@ def _start_server_process(cls, rundir: Path, timeout: float):
 def each_script_once(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
     """Drop repeated <script> entries: a bundle or a `const` declaration loaded twice breaks the page.
 
-    (sphinx-thebe 0.3.1 adds its inline `const THEBE_JS_URL = ...` twice under Jupyter Book 1.)
+    (sphinx-thebe 0.3.1 adds its inline `const THEBE_JS_URL = ...` twice under Jupyter Book 1, which loads it
+    even with `launch_buttons: thebe: false`: every page, checked with a build without this.)
     """
     scripts = context.get("script_files")
     if not scripts:
