@@ -141,6 +141,11 @@ REWORKED = [
     ("ch3-gradient", "0.1192", "mistake", "that is 1 − p"),
     ("ch3-gradient", "3.35e-4", "mistake", "the gradient at [8, 0]"),
     ("ch3-gradient", "0,105", "right", "p(1 − p) with p = 0.8808"),
+    ("ch3-gradient", "0.0003", "mistake", "the gradient at [8, 0]"),  # typed as chapter 3 prints it
+    ("ch2-learned", "12288", "mistake", "two projections"),
+    ("ch2-symmetric", "d", "mistake", "this grid has no mask yet"),
+    ("ch3-variance", "8", "mistake", "divided by √d_k once"),
+    ("ch3-variance", "1/8", "mistake", "as if q·k had variance 1"),
     ("ch4-row-one", "0.352", "mistake", "scaled twice"),
     ("ch4-row-one", "1/3", "mistake", "plain average"),
     ("ch4-all-masked", "a", "mistake", "F.scaled_dot_product_attention gives: it returns zeros"),
