@@ -88,9 +88,9 @@ bench-keypress: install
 bench-pages: install
 	$(BIN)/python -m course bench-pages $(if $(BASELINE),--baseline $(BASELINE))
 
-# chapter 6: train the head model, the bigram and the two variants from scratch (seeded, CPU) and write their weights and
-# training log into attention_lab/data/ (course/train.py; about 3 minutes on the 2-core machine: the shipped run
-# took the `wall_time_s` of attention_lab/data/training_log.json, 190 s)
+# chapters 6 and 7: train the head model, the bigram, the two variants and the four-head model from scratch (seeded,
+# CPU) and write their weights and training log into attention_lab/data/ (course/train.py; 2.5 to 6 minutes on the
+# 2-core machine, by its load: the shipped run took the `wall_time_s` of attention_lab/data/training_log.json, 151 s)
 .PHONY: train
 train: install
 	$(BIN)/python -m course train

@@ -19,12 +19,13 @@ import torch.nn.functional as F
 from torch import nn
 
 from attention_lab import text
-from attention_lab.reference import ReferenceHead
+from attention_lab.reference import ReferenceHead, ReferenceMultiHead
 
 # sizes of chapter 6's model
 C = 64  # channels of x
 HEAD_SIZE = 64
 BLOCK_SIZE = 32  # the longest context the head sees
+N_HEAD = 4  # chapter 7's model: 4 heads of C // N_HEAD = 16 channels each
 
 # the files that `make train` writes into attention_lab/data/
 HEAD_FILE = "head_lm.pt"
@@ -33,6 +34,7 @@ BIGRAM_FILE = "bigram_lm.pt"
 IDENTITY_FILE = "identity_lm.pt"
 RESIDUAL_FILE = "residual_lm.pt"
 LOG_FILE = "training_log.json"
+MULTI_FILE = "multi_head_lm.pt"  # chapter 7's model
 
 
 class HeadLM(nn.Module):
@@ -86,9 +88,36 @@ class BigramLM(nn.Module):
         return self.token_table(ids)  # (B, T, vocab)
 
 
+class MultiHeadLM(nn.Module):
+    """Chapter 7: chapter 6's model with ``n_head`` heads of size C // n_head side by side in place of
+    its one head of size C, and their outputs mixed by W_O (``attn.c_proj``), in nanoGPT's layout
+    (:class:`~attention_lab.reference.ReferenceMultiHead`). ``keep`` (n_head numbers, 1 to keep a
+    head, 0 to remove it) zeroes the removed heads' outputs before W_O: the ablation of chapter 7.
+    """
+
+    def __init__(self, vocab_size: int = 65, C: int = C, n_head: int = N_HEAD, block_size: int = BLOCK_SIZE):
+        super().__init__()
+        self.block_size = block_size
+        self.token_table = nn.Embedding(vocab_size, C)  # (vocab, C)
+        self.position_table = nn.Embedding(block_size, C)  # (block_size, C)
+        self.attn = ReferenceMultiHead(C, n_head, block_size)
+        self.lm_head = nn.Linear(C, vocab_size)  # (vocab, C) weight
+
+    def embed(self, ids: torch.Tensor) -> torch.Tensor:  # ids: (B, T) -> x: (B, T, C)
+        T = ids.shape[1]
+        if T > self.block_size:
+            raise ValueError(f"T={T} is above block_size={self.block_size}: the heads see at most "
+                             f"{self.block_size} characters; pass windows of at most that length")
+        return self.token_table(ids) + self.position_table(torch.arange(T, device=ids.device))
+
+    def forward(self, ids: torch.Tensor, keep=None) -> torch.Tensor:  # ids: (B, T)
+        return self.lm_head(self.attn(self.embed(ids), keep))  # (B, T, vocab)
+
+
 # what build() makes of each kind: the class and its keyword arguments
 KINDS = {"head": (HeadLM, {}), "bigram": (BigramLM, {}),
-         "identity": (HeadLM, {"attention": "identity"}), "residual": (HeadLM, {"residual": True})}
+         "identity": (HeadLM, {"attention": "identity"}), "residual": (HeadLM, {"residual": True}),
+         "multi": (MultiHeadLM, {})}
 
 
 def build(kind: str, seed: int) -> nn.Module:
@@ -215,3 +244,44 @@ def load_trained(directory: str | Path | None = None) -> Trained:
         models[name] = model.eval()
     return Trained(models[HEAD_FILE], models[UNTRAINED_FILE], models[BIGRAM_FILE], log,
                    models[IDENTITY_FILE], models[RESIDUAL_FILE])
+
+
+def load_multi(directory: str | Path | None = None) -> MultiHeadLM:
+    """Chapter 7: the shipped trained :class:`MultiHeadLM` (``multi_head_lm.pt``, written by ``make train``
+    from the same seed and batches as chapter 6's models), in eval mode. Its log entry is
+    ``load_trained().log["multi"]``."""
+    with _read(directory, LOG_FILE) as f:
+        sizes = json.load(f)["multi"]["sizes"]
+    model = MultiHeadLM(**sizes)
+    with _read(directory, MULTI_FILE) as f:
+        model.load_state_dict(torch.load(f, map_location="cpu", weights_only=True))
+    return model.eval()
+
+
+def ngram_loss(n: int, alpha: float, train_ids: torch.Tensor | None = None,
+               val_ids: torch.Tensor | None = None, vocab_size: int = 65) -> float:
+    """Chapter 7: the validation loss of counted n-grams, chapter 6's baseline, as one number.
+
+    Each run of ``n`` characters of the validation split is scored by its count in the training split
+    over the count of its first ``n - 1`` characters there, with ``alpha`` added to every count of a
+    run (``alpha * vocab_size`` to its context), so that a run never seen still gets a little
+    probability; the result is the mean of ``-log p`` over the runs, in nats. The runs are numbered
+    in base ``vocab_size`` and counted with ``torch.unique``, as chapter 6 counts them.
+    """
+    if train_ids is None or val_ids is None:
+        train_ids, val_ids = text.split()
+
+    def codes(ids: torch.Tensor, m: int) -> torch.Tensor:  # one number per run of m characters
+        out = torch.zeros(len(ids) - m + 1, dtype=torch.long)
+        for j in range(m):
+            out = out * vocab_size + ids[j : len(ids) - m + 1 + j]
+        return out
+
+    def counts(seen: torch.Tensor, wanted: torch.Tensor) -> torch.Tensor:
+        kinds, how_many = torch.unique(seen, return_counts=True)
+        at = torch.searchsorted(kinds, wanted).clamp(max=len(kinds) - 1)
+        return torch.where(kinds[at] == wanted, how_many[at], 0)
+
+    runs = counts(codes(train_ids, n), codes(val_ids, n))
+    contexts = counts(codes(train_ids[:-1], n - 1), codes(val_ids[:-1], n - 1))
+    return float(-((runs + alpha) / (contexts + alpha * vocab_size)).log().mean())

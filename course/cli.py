@@ -58,7 +58,7 @@ COMMANDS = {
     "graded": ("graded_edition", "write graded/NN_slug/: otter-grader's student notebook and autograder"),
     "grade": ("grade", "grade a folder of submissions of one chapter, each in a sandbox"),
     "release": ("release", "set the version everywhere and date the changelog (--tag: commit and tag)"),
-    "train": ("train", "train chapter 6's models and write their weights into attention_lab/data/"),
+    "train": ("train", "train chapter 6's and 7's models and write their weights into attention_lab/data/"),
     "vendor": ("vendor_js", "copy KaTeX's stylesheet and fonts from node_modules into book/_static/vendor/"),
     "colour-maps": ("colour_maps", "write attention_lab/data/colour_maps.json"),
     "bench-pages": ("bench.pages", "the weight of a first visit of every page of the built book"),

@@ -1,7 +1,8 @@
-"""Train chapter 6's models from scratch and ship their weights and log (`make train`).
+"""Train chapter 6's and chapter 7's models from scratch and ship their weights and log (`make train`).
 
-The head model (:class:`attention_lab.training.HeadLM`), the bigram baseline, and the head model with
-attention fixed to the identity and with a residual connection: each from the same seed, on the same
+The head model (:class:`attention_lab.training.HeadLM`), the bigram baseline, the head model with
+attention fixed to the identity and with a residual connection, and chapter 7's four-head model
+(:class:`attention_lab.training.MultiHeadLM`): each from the same seed, on the same
 random windows, on the CPU. It writes their state dicts (and the head model's before training) and
 ``training_log.json`` into ``attention_lab/data/`` (or ``--out``), the same bytes on every run on the
 same kind of machine but for the wall time. CONTRIBUTING.md ("Chapter 6's trained weights") has the rest.
@@ -30,7 +31,7 @@ STEPS = 3000
 # the best of the learning rates tried for the head model and the bigram; the two variants of the
 # head model take the head model's, so that they differ from it in one thing only
 LR = {"head": 2e-3, "bigram": 1e-2}
-KINDS = ("head", "bigram", "identity", "residual")
+KINDS = ("head", "bigram", "identity", "residual", "multi")
 LOG_EVERY = 100
 # one thread: the weights came out bit-identical with 1 and 2 threads, and on a 2-core machine that
 # is busy with anything else, two threads wait on each other (one comparison, not the shipped run: 133 s
@@ -137,6 +138,8 @@ def run(args) -> int:
         "bigram": bigram,
         "identity": results["identity"][2],
         "residual": results["residual"][2],
+        "multi": {"sizes": {"vocab_size": len(text.vocab()), "C": training.C, "n_head": training.N_HEAD,
+                            "block_size": training.BLOCK_SIZE}, **results["multi"][2]},
         "wall_time_s": round(wall, 1),
         "threads": args.threads,
         "torch": torch.__version__,
@@ -144,7 +147,8 @@ def run(args) -> int:
     states = {training.HEAD_FILE: results["head"][1].state_dict(), training.UNTRAINED_FILE: results["head"][0],
               training.BIGRAM_FILE: results["bigram"][1].state_dict(),
               training.IDENTITY_FILE: results["identity"][1].state_dict(),
-              training.RESIDUAL_FILE: results["residual"][1].state_dict()}
+              training.RESIDUAL_FILE: results["residual"][1].state_dict(),
+              training.MULTI_FILE: results["multi"][1].state_dict()}
     args.out.mkdir(parents=True, exist_ok=True)
     for name, state in states.items():
         torch.save(state, args.out / name)
@@ -152,7 +156,8 @@ def run(args) -> int:
 
     size = sum((args.out / name).stat().st_size for name in [*states, training.LOG_FILE])
     print(f"validation loss (nats): head {head['val_loss']:.3f}, bigram {bigram['val_loss']:.3f}, "
-          f"identity {log['identity']['val_loss']:.3f}, residual {log['residual']['val_loss']:.3f} "
+          f"identity {log['identity']['val_loss']:.3f}, residual {log['residual']['val_loss']:.3f}, "
+          f"multi-head {log['multi']['val_loss']:.3f} "
           f"(untrained head {head['val_loss_untrained']:.3f})")
     threads = f"{args.threads} thread{'s' if args.threads != 1 else ''}"
     print(f"trained in {wall:.0f} s on {threads}; wrote {size / 1e6:.2f} MB into {args.out}")

@@ -201,6 +201,20 @@ def _zeroing(right):
     return fn
 
 
+def split_heads(t, n_head):
+    """Chapter 7's split of (B, T, C) into (B, n_head, T, hs)."""
+    B, T, C = t.shape
+    return t.view(B, T, n_head, C // n_head).transpose(1, 2)
+
+
+def multi_head(x, c_attn, c_proj, n_head):
+    """Chapter 7's layer from its two linear layers, with one fused call."""
+    B, T, C = x.shape
+    q, k, v = (split_heads(t, n_head) for t in c_attn(x).split(C, dim=-1))
+    out = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # (B, nh, T, hs)
+    return c_proj(out.transpose(1, 2).reshape(B, T, C))
+
+
 def _function_inputs(name, right, nargs):
     out = [Input(f"{name}: right", name, (right,), "pass"),
            Input(f"{name}: stub", name, (_stub,), "stub"),
@@ -296,6 +310,11 @@ def inputs() -> list[Input]:
                 "fail", "pad/finite-fill")]
     L += _function_inputs("check_weight_by_distance", by_distance, 1)
     L += _function_inputs("check_multihead_sdpa", multihead, 2)
+    L += _function_inputs("check_split_heads", split_heads, 2)
+    L += _function_inputs("check_multi_head", multi_head, 4)
+    L += [Input("multi head: zeroes c_attn.weight", "check_multi_head",
+                (lambda x, a, p, n: (a.weight.data.zero_(), multi_head(x, a, p, n))[1],), "fail",
+                "general/changed-module")]
     L += [Input("multihead: zeroes heads[0].key.weight", "check_multihead_sdpa",
                 (lambda heads, x: (heads[0].key.weight.data.zero_(), multihead(heads, x))[1],), "fail",
                 "general/changed-module")]

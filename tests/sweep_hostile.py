@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 
 from sweep_checks import (NEG, Head, Input, by_distance, cumsum_average, padding, score_parts, softmax,
-                                 unit_scale)
+                          split_heads, unit_scale)
 
 OLD_LENGTHS = (8, 1, 5, 12, 7)  # the sequence lengths the checks used to try
 
@@ -138,7 +138,8 @@ def inputs() -> list[Input]:
         # 15 generic messages
         *[Input(f"{check} in float16, cast back", check, (in_half(right),), "fail", "general/precision")
           for check, right in [("check_cumsum_average", cumsum_average), ("check_softmax", softmax),
-                               ("check_padding_mask", padding), ("check_weight_by_distance", by_distance)]],
+                               ("check_padding_mask", padding), ("check_weight_by_distance", by_distance),
+                               ("check_split_heads", split_heads)]],
         Input("multihead in bfloat16, cast back", "check_multihead_sdpa", (_multihead_low,), "fail",
               "general/precision"),
         Input("head in float16, cast back", H, (type("Head", (Head,), {"forward": lambda self, x: F.scaled_dot_product_attention(

@@ -614,6 +614,115 @@ def whole_scores_four_times(model, ids):
 
 # ---------------------------------------------------------------- every right answer passes
 
+# ---------------------------------------------------------------- chapter 7: heads split and a whole layer
+
+
+def split_view(t, n_head, how="right"):
+    """Chapter 7's split of t (B, T, C) into heads, right or with a named mistake."""
+    B, T, C = t.shape
+    hs = C // n_head
+    if how == "view-only":
+        return t.view(B, n_head, T, hs)
+    if how == "no-transpose":
+        return t.view(B, T, n_head, hs)
+    if how == "interleaved":
+        return t.view(B, T, hs, n_head).permute(0, 3, 1, 2)
+    if how == "axes-1-3":
+        return t.view(B, T, n_head, hs).transpose(1, 3)
+    if how == "axes-2-3":
+        return t.view(B, T, n_head, hs).transpose(-1, -2)
+    return t.view(B, T, n_head, hs).transpose(1, 2)
+
+
+def split_reshape(t, n_head, how="right"):
+    """The same split in another code form: reshape, unflatten, permute."""
+    B, T, C = t.shape
+    hs = C // n_head
+    if how == "view-only":
+        return t.reshape(B, n_head, T, hs)
+    if how == "no-transpose":
+        return t.unflatten(-1, (n_head, hs))
+    if how == "interleaved":
+        return torch.stack([t[..., h::n_head] for h in range(n_head)], dim=1)
+    if how == "axes-1-3":
+        return t.unflatten(-1, (n_head, hs)).permute(0, 3, 2, 1)
+    if how == "axes-2-3":
+        return t.unflatten(-1, (n_head, hs)).permute(0, 1, 3, 2)
+    return t.unflatten(-1, (n_head, hs)).permute(0, 2, 1, 3)
+
+
+def layer_by_hand(x, c_attn, c_proj, n_head, *, scale="hs", proj=True, split="right", merge="right",
+                  order=None, parts="qkv"):
+    """Chapter 7's layer written out, right or with one named mistake."""
+    B, T, C = x.shape
+    hs = C // n_head
+    chunks = dict(zip("qkv", c_attn(x).split(C, dim=-1)))
+    q, k, v = (chunks[p] for p in parts)
+    if split == "view":
+        q, k, v = (a.reshape(B, n_head, T, hs) for a in (q, k, v))
+    else:
+        q, k, v = (a.view(B, T, n_head, hs).transpose(1, 2) for a in (q, k, v))
+    scores = q @ k.transpose(-2, -1)
+    if scale != "none":
+        scores = scores / (hs if scale == "hs" else C) ** 0.5
+    scores = scores.masked_fill(torch.ones(T, T, dtype=torch.bool).triu(1), float("-inf"))
+    out = F.softmax(scores, dim=-1) @ v
+    if order == "reversed":
+        out = out.flip(1)
+    elif order == "rolled":
+        out = out.roll(1, dims=1)
+    if merge == "view":
+        out = out.reshape(B, T, C)
+    elif merge == "interleaved":
+        out = out.permute(0, 2, 3, 1).reshape(B, T, C)
+    else:
+        out = out.transpose(1, 2).reshape(B, T, C)
+    return c_proj(out) if proj else out
+
+
+def layer_wrong_axes(x, c_attn, c_proj, n_head, axes, sdpa=True):
+    """The layer split and merged with a transpose of ``axes`` instead of (1, 2)."""
+    B, T, C = x.shape
+    q, k, v = (t.view(B, T, n_head, C // n_head).transpose(*axes) for t in c_attn(x).split(C, dim=-1))
+    if sdpa:
+        out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    else:
+        L = q.shape[-2]
+        scores = (q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5).masked_fill(
+            torch.ones(L, L, dtype=torch.bool).triu(1), float("-inf"))
+        out = F.softmax(scores, dim=-1) @ v
+    return c_proj(out.transpose(*axes).reshape(B, T, C))
+
+
+def layer_by_list(x, c_attn, c_proj, n_head, *, scale="hs", proj=True, order=None, merge="cat", split="right",
+                  parts="qkv"):
+    """The layer as a loop over heads, each sliced out of c_attn's output, then torch.cat."""
+    B, T, C = x.shape
+    hs = C // n_head
+    chunks = dict(zip("qkv", c_attn(x).split(C, dim=-1)))
+    q_all, k_all, v_all = (chunks[p] for p in parts)
+    outs = []
+    for h in range(n_head):
+        if split == "view":
+            q, k, v = (a.reshape(B, n_head, T, hs)[:, h] for a in (q_all, k_all, v_all))
+        else:
+            q, k, v = (a[..., h * hs:(h + 1) * hs] for a in (q_all, k_all, v_all))
+        scores = q @ k.transpose(-2, -1) / ((hs if scale == "hs" else C) ** 0.5 if scale != "none" else 1)
+        scores = scores.masked_fill(torch.ones(T, T, dtype=torch.bool).triu(1), float("-inf"))
+        outs.append(F.softmax(scores, dim=-1) @ v)
+    if order == "reversed":
+        outs = outs[::-1]
+    elif order == "swap01":
+        outs[0], outs[1] = outs[1], outs[0]
+    if merge == "stack-view":
+        out = torch.stack(outs, 1).reshape(B, T, C)
+    elif merge == "interleaved":
+        out = torch.stack(outs, -1).reshape(B, T, C)
+    else:
+        out = torch.cat(outs, dim=-1)
+    return c_proj(out) if proj else out
+
+
 CORRECT = [
     ("cumsum", checks.check_cumsum_average, (average_cumsum,)),
     ("cumsum-function", checks.check_cumsum_average, (average_cumsum_2,)),
@@ -657,6 +766,13 @@ CORRECT = [
     ("previous-token-query-side", checks.check_previous_token_head, (head_with(20 * shift(8, -1), torch.eye(8)),)),
     ("previous-token-wide", checks.check_previous_token_head,
      (head_with(20 * torch.eye(16, 6), torch.eye(16, 6) @ shift(6, 1), C=6, hs=16, bs=6),)),
+    ("split-heads", checks.check_split_heads, (split_view,)),
+    ("split-heads-reshape", checks.check_split_heads, (split_reshape,)),
+    ("multi-head-by-hand", checks.check_multi_head, (layer_by_hand,)),
+    ("multi-head-list", checks.check_multi_head, (layer_by_list,)),
+    ("multi-head-sdpa", checks.check_multi_head,
+     (lambda x, a, p, n: p(F.scaled_dot_product_attention(*[split_view(t, n) for t in a(x).split(x.shape[-1], -1)],
+                                                           is_causal=True).transpose(1, 2).flatten(2)),)),
 ]
 
 
@@ -1271,6 +1387,49 @@ WRONG = [
     ("previous-zeros", checks.check_previous_token_head, (head_with(torch.zeros(8, 8), torch.zeros(8, 8)),),
      "previous/weak"),
     ("previous-untouched", checks.check_previous_token_head, (seeded(lambda: ReferenceHead(8, 8, 8)),), "previous/weak"),
+    ("split-view-only", checks.check_split_heads, (functools.partial(split_view, how="view-only"),), "split/view-only"),
+    ("split-view-only-reshape", checks.check_split_heads, (functools.partial(split_reshape, how="view-only"),),
+     "split/view-only"),
+    ("split-no-transpose", checks.check_split_heads, (functools.partial(split_view, how="no-transpose"),),
+     "split/no-transpose"),
+    ("split-no-transpose-unflatten", checks.check_split_heads, (functools.partial(split_reshape, how="no-transpose"),),
+     "split/no-transpose"),
+    ("split-interleaved", checks.check_split_heads, (functools.partial(split_view, how="interleaved"),),
+     "split/interleaved"),
+    ("split-interleaved-slices", checks.check_split_heads, (functools.partial(split_reshape, how="interleaved"),),
+     "split/interleaved"),
+    ("split-axes-1-3", checks.check_split_heads, (functools.partial(split_view, how="axes-1-3"),), "split/wrong-axes"),
+    ("split-axes-2-3-permute", checks.check_split_heads, (functools.partial(split_reshape, how="axes-2-3"),),
+     "split/wrong-axes"),
+    ("layer-no-proj", checks.check_multi_head, (functools.partial(layer_by_hand, proj=False),), "layer/no-proj"),
+    ("layer-no-proj-list", checks.check_multi_head, (functools.partial(layer_by_list, proj=False),), "layer/no-proj"),
+    ("layer-scale-C", checks.check_multi_head, (functools.partial(layer_by_hand, scale="C"),), "layer/scale-C"),
+    ("layer-scale-C-list", checks.check_multi_head, (functools.partial(layer_by_list, scale="C"),), "layer/scale-C"),
+    ("layer-no-scale", checks.check_multi_head, (functools.partial(layer_by_hand, scale="none"),), "layer/no-scale"),
+    ("layer-no-scale-list", checks.check_multi_head, (functools.partial(layer_by_list, scale="none"),),
+     "layer/no-scale"),
+    ("layer-split-view", checks.check_multi_head, (functools.partial(layer_by_hand, split="view"),),
+     "layer/split-view-only"),
+    ("layer-split-view-list", checks.check_multi_head, (functools.partial(layer_by_list, split="view"),),
+     "layer/split-view-only"),
+    ("layer-merge-view", checks.check_multi_head, (functools.partial(layer_by_hand, merge="view"),),
+     "layer/merge-view-only"),
+    ("layer-merge-stack-view", checks.check_multi_head, (functools.partial(layer_by_list, merge="stack-view"),),
+     "layer/merge-view-only"),
+    ("layer-interleaved", checks.check_multi_head, (functools.partial(layer_by_hand, merge="interleaved"),),
+     "layer/interleaved"),
+    ("layer-interleaved-list", checks.check_multi_head, (functools.partial(layer_by_list, merge="interleaved"),),
+     "layer/interleaved"),
+    ("layer-order-reversed", checks.check_multi_head, (functools.partial(layer_by_hand, order="reversed"),),
+     "layer/order"),
+    ("layer-order-swapped-list", checks.check_multi_head, (functools.partial(layer_by_list, order="swap01"),),
+     "layer/order"),
+    ("layer-axes-1-3-sdpa", checks.check_multi_head, (functools.partial(layer_wrong_axes, axes=(1, 3)),),
+     "layer/wrong-axes"),
+    ("layer-axes-2-3-by-hand", checks.check_multi_head, (functools.partial(layer_wrong_axes, axes=(2, 3), sdpa=False),),
+     "layer/wrong-axes"),
+    ("layer-kqv", checks.check_multi_head, (functools.partial(layer_by_hand, parts="kqv"),), "layer/parts-order"),
+    ("layer-vkq-list", checks.check_multi_head, (functools.partial(layer_by_list, parts="vkq"),), "layer/parts-order"),
 ]
 
 # the ids of the messages the mistake tests produced in this session (see the last test)
@@ -1405,6 +1564,8 @@ STUBS = [
     (checks.check_weight_by_distance, (stub,), "stub"),
     (checks.check_score_parts, (stub, PARTS_MODEL, PARTS_IDS), "stub"),
     (checks.check_previous_token_head, (stub,), "stub"),
+    (checks.check_split_heads, (stub,), "stub"),
+    (checks.check_multi_head, (stub,), "stub"),
 ]
 
 
@@ -1486,7 +1647,7 @@ def test_fresh_copy_ignores_a_learners_change_inside_the_package(monkeypatch):
 
 def test_fresh_copy_loads_every_module_of_the_package_again():
     graded = checks.fresh()
-    modules = ["engine", "running", "hints", "references", "heads", *(f"chapter{n}" for n in range(1, 7))]
+    modules = ["engine", "running", "hints", "references", "heads", *(f"chapter{n}" for n in range(1, 8))]
     for name in modules:
         mine, copy_ = getattr(checks, name), getattr(graded, name)
         assert copy_ is not mine and copy_.__file__ == mine.__file__, name

@@ -12,7 +12,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from sweep_checks import by_distance, multihead, padding, score_parts, softmax, unit_scale
+from sweep_checks import by_distance, multi_head, multihead, padding, score_parts, softmax, split_heads, unit_scale
 from sweep_checks import cumsum_average as average
 
 from attention_lab import checks, training
@@ -33,6 +33,8 @@ FUNCTIONS = {
     "multihead": (checks.check_multihead_sdpa, multihead, (), 1),
     "score parts": (checks.check_score_parts, score_parts, (MODEL, IDS), 1),
     "unit scale": (checks.check_unit_scale, unit_scale, (), 0),
+    "split heads": (checks.check_split_heads, split_heads, (), 0),
+    "multi head": (checks.check_multi_head, multi_head, (), 0),
 }
 
 

@@ -16,6 +16,7 @@ import torch.nn.functional as F
 
 from attention_lab import checks
 from attention_lab.diagnose import Diagnosis
+from attention_lab.reference import CausalSelfAttention
 
 NEG = float("-inf")
 C, HS, BS = 48, 12, 8
@@ -197,8 +198,6 @@ def test_a_multihead_attention_is_read_at_the_input_of_its_out_proj():
 
 
 @pytest.mark.parametrize("build, n, hs", [
-    (lambda: NanoGPT(32, 2), 2, 16),
-    (lambda: NanoGPT(48, 4), 4, 12),
     (lambda: Heads(2), 2, HS),
     (lambda: nn.MultiheadAttention(C, 3, batch_first=True), 3, 16),
 ])
@@ -210,6 +209,57 @@ def test_a_module_of_several_heads_is_named_in_one_line_not_read_as_one_wide_hea
                                                          f"size {hs}: diagnose reads one head at a time")
     assert card.heads == n and card.failed == []
     assert isinstance(checks.diagnose(build(), strict=True), Diagnosis)  # nothing wrong was measured
+
+
+# ---- chapter 7: several heads in nanoGPT's layout, read head by head
+
+
+class OneHeadWrong(NanoGPT):
+    """nanoGPT's layer whose head ``bad`` alone is scaled by √C, or left unmasked."""
+
+    def __init__(self, n_embd, n_head, bad, how):
+        super().__init__(n_embd, n_head)
+        self.bad, self.how = bad, how
+
+    def forward(self, x):
+        B, T, C = x.size()
+        q, k, v = self.c_attn(x).split(self.n_embd, dim=2)
+        q, k, v = (t.view(B, T, self.n_head, C // self.n_head).transpose(1, 2) for t in (q, k, v))
+        scale = torch.full((self.n_head, 1, 1), 1.0 / math.sqrt(k.size(-1)))
+        if self.how == "scale":
+            scale[self.bad] = 1.0 / math.sqrt(C)
+        hidden = (self.bias[0, 0, :T, :T] == 0).expand(self.n_head, T, T).clone()
+        if self.how == "mask":
+            hidden[self.bad] = False
+        att = (q @ k.transpose(-2, -1) * scale).masked_fill(hidden, NEG).softmax(-1)
+        return self.c_proj((att @ v).transpose(1, 2).contiguous().view(B, T, C))
+
+
+@pytest.mark.parametrize("build, n, hs", [(lambda: NanoGPT(32, 2), 2, 16), (lambda: NanoGPT(48, 4), 4, 12),
+                                          (lambda: CausalSelfAttention(64, 4), 4, 16)])
+def test_several_heads_in_nanogpts_layout_are_read_head_by_head(build, n, hs):
+    card = checks.diagnose(build())
+    assert f"{n} heads of size {hs}" in card.sizes and card.heads == n and len(card.cards) == n
+    assert card.failed == [] and all(c.failed == [] for c in card.cards)
+    assert card.scale.text == f"scale 1/√d_k = 1/√{hs} (right) (each of the {n} heads)"
+    assert f"(B, T, head_size) = (2, 8, {hs}), read at the input of `c_proj`" in card.runs.text
+    assert isinstance(checks.diagnose(build(), strict=True), Diagnosis)
+
+
+@pytest.mark.parametrize("n, bad, how, line, words", [
+    (4, 2, "scale", "scale", "head 2: scale 1/√C = 1/√64"),
+    (4, 0, "scale", "scale", "head 0: scale 1/√C = 1/√64"),
+    (4, 1, "mask", "causal", "head 1: not causal: row 0 sees key 1"),
+    (2, 1, "mask", "causal", "head 1: not causal"),
+])
+def test_the_card_names_the_one_head_that_is_wrong(n, bad, how, line, words):
+    card = checks.diagnose(OneHeadWrong(64, n, bad, how))
+    assert card.failed[0] == line and " ".join(getattr(card, line).text.split()).startswith(words), str(card)
+    assert [c.failed != [] for c in card.cards] == [j == bad for j in range(n)]
+    assert "(heads" not in str(card)  # one head is wrong, and only it is named
+    with pytest.raises(checks.CheckFailed, match=f"head {bad}:") as info:
+        checks.diagnose(OneHeadWrong(64, n, bad, how), strict=True)
+    assert info.value.mistake == f"diagnose/{line}"
 
 
 def test_diagnose_is_callable_from_the_package_as_from_checks():

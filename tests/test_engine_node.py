@@ -52,8 +52,15 @@ def settings_of(ex, changes):
         except BadInput as err:
             out.append({"values": values, "message": str(err)})
             continue
-        matrix = [[None if np.isneginf(v) else float(v) for v in row] for row in result["matrix"]]
-        out.append({"values": values, "matrix": matrix, "caption": ex.alt(values, result)})
+        def rows(m):
+            return [[None if np.isneginf(v) else float(v) for v in row] for row in m]
+
+        m = np.asarray(result["matrix"])
+        matrix = [rows(one) for one in m] if m.ndim == 3 else rows(m)  # chapter 7: one matrix a head
+        entry = {"values": values, "matrix": matrix, "caption": ex.alt(values, result)}
+        if "probs" in result:
+            entry["probs"] = [float(p) for p in result["probs"]]
+        out.append(entry)
     return out
 
 
@@ -69,6 +76,10 @@ def explorer_cases():
         (explorers.trained_explorer(lines=["GREMIO:", "Welcome, good Cambio."]),
          [{"line": "GREMIO:", "trained": False}, {"line": "", "text": "ROMEO:", "trained": True},
           {"line": "", "text": "#", "trained": True}]),
+        (explorers.heads_explorer(lines=["GREMIO:", "Welcome, good Cambio."]),
+         [{"line": "GREMIO:", "removed": -1}, {"line": "Welcome, good Cambio.", "removed": 2},
+          {"line": "", "text": "ROMEO:", "removed": 0}, {"line": "", "text": "a", "removed": 3},
+          {"line": "", "text": "#", "removed": -1}]),
     ]
 
 

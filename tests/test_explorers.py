@@ -23,7 +23,7 @@ import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 from PIL import Image as PILImage  # noqa: E402
 
-from attention_lab import explorers, plots, text  # noqa: E402
+from attention_lab import explorers, plots, text, training  # noqa: E402
 from attention_lab.explorers import base, controls, learner, view  # noqa: E402
 from attention_lab.reference import ReferenceHead  # noqa: E402
 
@@ -755,3 +755,84 @@ def test_a_start_head_with_a_biased_query_keeps_its_bias_in_the_page():
     with torch.no_grad():
         q = head.query(tok(torch.tensor(ids)) + pos(torch.arange(5)))
     torch.testing.assert_close(q_page, q, atol=1e-5, rtol=1e-5)
+
+
+# ---- chapter 7: the four heads side by side, one removed -------------------------------------------------
+
+
+HEAD_LINES = ["Welcome, good Cambio.", "GREMIO:", "Where left we last?"]
+
+
+@pytest.fixture(scope="module")
+def multi():
+    return training.load_multi()
+
+
+def multi_truth(model, chars, removed=-1):
+    """torch's own numbers for a text: each head's weights (n_head, T, T) and the next-character probabilities."""
+    ids = torch.tensor([text.encode(chars)])
+    keep = [0.0 if h == removed else 1.0 for h in range(model.attn.n_head)]
+    with torch.no_grad():
+        weights = model.attn.weights(model.embed(ids))[0]
+        probs = F.softmax(model(ids, keep=keep)[0, -1], dim=-1)
+    return weights.numpy(), probs.numpy()
+
+
+def test_heads_starts_on_its_first_line_with_every_heads_weights_and_the_models_next_character(multi):
+    ex = explorers.heads_explorer(multi, lines=HEAD_LINES)
+    assert ex.values == {"line": HEAD_LINES[0], "text": HEAD_LINES[0], "removed": -1}
+    weights, probs = multi_truth(multi, HEAD_LINES[0])
+    assert ex.matrix.shape == (4, 21, 21)
+    np.testing.assert_allclose(ex.matrix, weights, atol=1e-5)
+    np.testing.assert_allclose(ex.result["probs"], probs, atol=1e-5)
+    top = int(np.argmax(probs))
+    assert ex.result["top"][0][0] == text.vocab()[top]
+    assert ex.shown.startswith("attention weights of the 4 trained heads over the 21 characters 'Welcome, good "
+                               "Cambio.'; the likeliest next characters after the last one: ")
+    assert [p["title"] for p in ex.result["pictures"]] == ["head 0", "head 1", "head 2", "head 3"]
+
+
+@pytest.mark.parametrize("removed", [0, 1, 2, 3])
+def test_removing_a_head_changes_the_next_character_as_zeroing_its_columns_of_w_o_does(multi, removed):
+    ex = explorers.heads_explorer(multi, lines=HEAD_LINES)
+    before = ex.result["probs"].copy()
+    assert ex.set(removed=removed) == ""
+    weights, probs = multi_truth(multi, HEAD_LINES[0], removed)
+    np.testing.assert_allclose(ex.matrix, weights, atol=1e-5)  # the pictures stay: only W_O stops reading it
+    np.testing.assert_allclose(ex.result["probs"], probs, atol=1e-5)
+    assert np.abs(ex.result["probs"] - before).max() > 0.01
+    assert f", head {removed} removed; the likeliest" in ex.shown
+
+
+def test_heads_follows_the_menu_and_the_text_and_refuses_what_it_cannot_draw(multi):
+    ex = explorers.heads_explorer(multi, lines=HEAD_LINES)
+    assert ex.set(line=HEAD_LINES[1]) == "" and ex.values["text"] == "GREMIO:" and ex.matrix.shape == (4, 7, 7)
+    assert ex.set(text="To be, or not") == "" and ex.values["line"] == ""
+    np.testing.assert_allclose(ex.matrix, multi_truth(multi, "To be, or not")[0], atol=1e-5)
+    matrix = ex.matrix
+    ex.set(text="x" * 33)
+    assert "33" in ex.message and ex.matrix is matrix  # the message; the last picture that worked stays
+    assert 'remove head must be one of -1, 0, 1, 2, 3; got "4".' in ex.set(removed=4)
+
+
+@pytest.mark.parametrize("build, message", [
+    (lambda: explorers.heads_explorer(nn.Linear(2, 2)), r"^model must be chapter 7's model, .* got an? Linear without"),
+    (lambda: explorers.heads_explorer(lines="GREMIO:"), r"lines must be a list of lines, such as \['GREMIO:'\]"),
+    (lambda: explorers.heads_explorer(lines=[]), r"at least one line"),
+    (lambda: explorers.heads_explorer(lines=["naïve"]), r"line 'naïve': the tiny-Shakespeare vocabulary has no 'ï'"),
+])
+def test_heads_checks_its_arguments_up_front(build, message):
+    with pytest.raises(ValueError, match=message):
+        build()
+
+
+def test_heads_stores_its_text_a_picture_of_four_heads_and_its_config(multi):
+    ex = explorers.heads_explorer(multi, lines=HEAD_LINES)
+    data, metadata = ex._repr_mimebundle_()
+    assert data["text/plain"] == "HeadsExplorer(line='Welcome, good Cambio.', text='Welcome, good Cambio.', removed=-1)"
+    picture = PILImage.open(io.BytesIO(base64.b64decode(data["image/png"])))
+    assert picture.size[0] > 1000  # four heads side by side, at twice their CSS size
+    config = metadata[base.PAGE_KEY]
+    assert config["explorer"] == "heads" and config["n_head"] == 4 and len(config["model"]["heads"]) == 4
+    assert len(json.dumps(config)) < 200_000  # the page's weight: the per-head tables, W_O and lm_head
+    json.dumps(config)

@@ -83,6 +83,26 @@ FACTS = [
      "batches of 128 windows of 33 characters, 3,000 AdamW steps, seed 1337"),
     ("06_trained_head", "losses[name] = training.validation_loss(model)", "HeadLM         22,721   0.002            2.317    2.317"),
     ("06_trained_head", "losses[name] = training.validation_loss(model)", "BigramLM        4,225    0.01            2.485    2.485"),
+    # chapter 7: heads side by side, one tensor, one fused call, nanoGPT's layer, all equal; the costs
+    ("07_many_heads", "outs = [head(x) for head in listed.heads]", "one head:      (4, 8, 16)\n"
+     "side by side:  (4, 8, 64)\nafter W_O:     (4, 8, 64)\ncolumns 16 to 31 are head 1's output: True"),
+    ("07_many_heads", "count(listed.heads)", "4 heads of size 16:   12,288\none head of size 64:  12,288\n"
+     "W_O:                   4,096"),
+    ("07_many_heads", "straight = small.view(1, 2, 3, 2)", "view alone, 'head 0':     [[0, 1], [2, 3], [10, 11]]\n"
+     "view + transpose, head 0: [[0, 1], [10, 11], [20, 21]]"),
+    ("07_many_heads", "rows = torch.cat([getattr(h, part)", "Fig. 10 equals Fig. 9, to within 1e-6: True"),
+    ("07_many_heads", "fused = batched.c_proj(out)", "the fused call equals Fig. 10, to within 1e-6: True"),
+    ("07_many_heads", "reference.CausalSelfAttention", "CausalSelfAttention equals Fig. 10, to within 1e-6: True"),
+    ("07_many_heads", "reference.CausalSelfAttention", "nanoGPT's names: ['c_attn.weight', 'c_proj.weight']"),
+    ("07_many_heads", "checks.diagnose(batched)", "✓ scale 1/√d_k = 1/√16 (right) (each of the 4 heads)"),
+    ("07_many_heads", "choice = torch._fused_sdp_choice", "4-D input takes: FLASH_ATTENTION\n3-D input takes: MATH"),
+    ("07_many_heads", "choice = torch._fused_sdp_choice", "3-D, flash only: refused (No available kernel."),
+    ("07_many_heads", "choice = torch._fused_sdp_choice", "4-D, flash only: ran"),
+    # chapter 7: the report card reads the layer head by head and names the one head that is wrong
+    ("07_many_heads", "card = checks.diagnose(halved)", "✗ head 2: scale 1/√C = 1/√64"),
+    ("07_many_heads", "card = checks.diagnose(halved)", "lines failed: ['scale', 'sdpa']"),
+    ("07_many_heads", "def costs(C, n_head, T", "counted = built: True True"),
+    ("07_many_heads", "start = MultiHeadLM(", "MultiHeadLM 26,817 parameters, HeadLM 22,721"),
 ]
 
 
@@ -465,3 +485,61 @@ def output_of_solution(stem, snippet):
     cells = [c for c in nb.cells if c.cell_type == "code" and snippet in c.source
              and "solution" in c.metadata.get("tags", [])]
     return "".join(o.get("text", "") for o in cells[0].outputs)
+
+
+# ---- chapter 7 -----------------------------------------------------------------------------------
+
+
+def test_chapter_7_bit_equality_does_not_tell_which_kernel_ran():
+    """On the 4-D input the default call (the flash kernel) never equals the math path bit for bit; the math
+    path equals the written-out steps only at hs = 16 (h^(-1/4) = 1/2); every gap is below 1e-6."""
+    rows = output_of("07_many_heads", "def steps(q, k, v)").splitlines()
+    assert rows[0].split() == ["hs", "default", "=", "math", "math", "=", "steps", "default", "=", "steps", "gap"]
+    table = {int(r.split()[0]): r.split()[1:] for r in rows[1:]}
+    assert sorted(table) == [8, 16, 24, 32, 64]
+    for hs, (default_math, math_steps, default_steps, *gap) in table.items():
+        assert default_math == "False" and default_steps == "False", hs
+        assert math_steps == str(hs == 16), hs
+        assert gap == ["<", "1e-6"], hs
+    prose = markdown_after("07_many_heads", "def steps(q, k, v)")
+    assert "$h_s = 16$" in prose and "online softmax" in prose and "_fused_sdp_choice" in prose
+
+
+def test_chapter_7_many_heads_cost_what_one_wide_head_costs_plus_w_o():
+    rows = {r[:21].strip(): [int(n.replace(",", "")) for n in r[21:].split()]
+            for r in output_of("07_many_heads", "def costs(C, n_head, T").splitlines()[1:4]}
+    one, four = rows["one head of 64"], rows["4 heads of 16"]
+    assert one[1:4] == four[1:4]  # q, k, v, the scores and the weighted sums alike
+    assert four[0] - one[0] == 64 * 64 and four[4] == 8 * 64 * 64 and one[4] == 0  # W_O: C² and T·C²
+
+
+def test_chapter_7_the_four_head_model_beats_the_one_head_model_and_nearly_the_trigram():
+    out = output_of("07_many_heads", "for n in (3, 4):")
+    loss = {line.split()[0]: float(line.split()[1]) for line in out.splitlines() if line.strip()}
+    assert loss["MultiHeadLM"] == loss["logged"]  # the shipped weights give the logged loss
+    assert loss["MultiHeadLM"] < loss["HeadLM"] - 0.15 and loss["HeadLM"] == 2.317
+    assert loss["3-gram"] < loss["MultiHeadLM"] < loss["3-gram"] + 0.1
+    prose = markdown_after("07_many_heads", "for n in (3, 4):")
+    assert f"`MultiHeadLM` scores {loss['MultiHeadLM']:.3f}" in prose
+
+
+def test_chapter_7_the_heads_look_at_different_distances_and_one_seeks_its_own_character():
+    rows = [r.split() for r in output_of("07_many_heads", "by_distance = w[:, :, -1]").splitlines()
+            if r.startswith("head ")]
+    profile = {int(r[1]): [float(v) for v in r[2:8]] for r in rows}
+    assert sorted(profile) == [0, 1, 2, 3]
+    assert max(range(6), key=lambda d: profile[1][d]) == 1  # a previous-character head
+    assert profile[3][0] > 0.8  # one head stays at home
+    ratios = {int(r.split()[1]): [float(v) for v in r.split()[2:]]
+              for r in output_of("07_many_heads", "def own_character_ratio").splitlines() if r.startswith("head ")}
+    assert min(ratios[3]) > 2 and all(max(ratios[h][1:]) < 1 for h in (0, 1, 2))
+
+
+def test_chapter_7_removing_any_head_costs_more_than_the_gain_over_the_bigram():
+    rows = [r.split() for r in output_of("07_many_heads", "def without(model, removed)").splitlines()[1:]]
+    full = float(rows[0][1])
+    removed = {int(r[1]): float(r[2]) for r in rows if r[0] == "head"}
+    kept = {int(r[2]): float(r[3]) for r in rows if r[0] == "all"}
+    assert sorted(removed) == sorted(kept) == [0, 1, 2, 3]
+    assert all(loss > full + 0.4 for loss in removed.values())
+    assert max(removed, key=removed.get) == 3 and all(loss > 3.5 for loss in kept.values())

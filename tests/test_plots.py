@@ -306,3 +306,12 @@ def test_every_name_read_from_plots_is_one_of_its_public_names():
     assert {"attention_heatmap", "show_heatmaps", "variance_panel"} <= used
     assert sorted(used - set(plots.__all__)) == []
     assert all(hasattr(plots, name) for name in plots.__all__)
+
+
+def test_distance_bars_draw_four_heads_in_four_colours_and_refuse_a_fifth():
+    profiles = {f"head {h}": [0.5, 0.3, 0.1, 0.1] for h in range(4)}
+    fig = plots.distance_bars(profiles, max_distance=4)
+    bars = [p for p in fig.axes[0].patches]
+    assert len(bars) == 16 and len({tuple(b.get_facecolor()) for b in bars}) == 4
+    with pytest.raises(ValueError, match="at most 4"):
+        plots.distance_bars({f"head {h}": [0.5] for h in range(5)})

@@ -1,6 +1,7 @@
 """attention_lab.training and course/train.py: chapter 6's model, its exact validation loss, training
 runs that repeat exactly, and the shipped weights reproducing the logged losses."""
 
+import copy
 import hashlib
 import json
 import math
@@ -14,6 +15,7 @@ from course import cli
 from course import train as train_tool
 
 from attention_lab import text, training
+from attention_lab.reference import CausalSelfAttention, ReferenceHead, ReferenceMultiHead
 
 DATA = resources.files("attention_lab").joinpath("data")
 SHIPPED = [training.HEAD_FILE, training.UNTRAINED_FILE, training.BIGRAM_FILE, training.IDENTITY_FILE,
@@ -90,7 +92,7 @@ def test_build_repeats_from_its_seed_and_leaves_the_global_random_state_alone():
     for name, tensor in a.state_dict().items():
         assert torch.equal(tensor, b.state_dict()[name])
     assert not torch.equal(a.head.key.weight, c.head.key.weight)
-    with pytest.raises(ValueError, match="kind must be one of 'head', 'bigram', 'identity', 'residual'; "
+    with pytest.raises(ValueError, match="kind must be one of 'head', 'bigram', 'identity', 'residual', 'multi'; "
                                          "got 'trigram'"):
         training.build("trigram", 0)
 
@@ -239,6 +241,8 @@ def test_the_training_tool_writes_files_that_load_trained_reads(tmp_path, one_th
     assert f"{training.validation_loss(loaded.trained):.3f}" == f"{log['head']['val_loss']:.3f}"
     assert f"identity {log['identity']['val_loss']:.3f}, residual {log['residual']['val_loss']:.3f}" in printed
     assert f"{training.validation_loss(loaded.residual):.3f}" == f"{log['residual']['val_loss']:.3f}"
+    assert f"multi-head {log['multi']['val_loss']:.3f}" in printed  # chapter 7's model, beside them
+    assert f"{training.validation_loss(training.load_multi(tmp_path)):.3f}" == f"{log['multi']['val_loss']:.3f}"
     assert json.loads(train_tool.dumps(log)) == log
 
 
@@ -246,7 +250,8 @@ def test_the_training_tool_writes_files_that_load_trained_reads(tmp_path, one_th
 
 
 def test_shipped_files_are_in_the_package_and_small():
-    sizes = {name: DATA.joinpath(name).stat().st_size for name in SHIPPED}
+    sizes = {name: DATA.joinpath(name).stat().st_size for name in SHIPPED + [training.MULTI_FILE]}
+    assert sizes[training.MULTI_FILE] <= 1_000_000  # chapter 7's model alone under 1 MB
     assert sum(sizes.values()) <= 2_000_000, sizes
 
 
@@ -315,3 +320,71 @@ def test_a_missing_file_names_itself_and_make_train(tmp_path, missing):
         training.load_trained(tmp_path)
     message = str(err.value)
     assert missing in message and "make train" in message and str(tmp_path) in message
+
+
+# chapter 7: four heads side by side
+
+
+def test_multi_head_model_has_nanogpts_names_and_the_head_models_parameters_plus_w_o():
+    model = training.MultiHeadLM()
+    assert sorted(model.state_dict()) == ["attn.c_attn.weight", "attn.c_proj.weight", "attn.tril", "lm_head.bias",
+                                          "lm_head.weight", "position_table.weight", "token_table.weight"]
+    assert model.attn.c_attn.weight.shape == (192, 64) and model.attn.c_proj.weight.shape == (64, 64)
+    assert sum(p.numel() for p in model.parameters()) == 26_817 == 22_721 + 64 * 64
+    assert "attn.tril" not in dict(model.named_parameters())
+
+
+def test_multi_head_model_is_causal_and_refuses_more_than_block_size_characters():
+    model = training.build("multi", 3)
+    ids = torch.tensor([text.encode("First Citizen:\nBefore we procee")])  # (1, 31)
+    changed = ids.clone()
+    changed[0, 20:] = text.encode("z")[0]
+    with torch.no_grad():
+        a, b = model(ids), model(changed)
+    assert torch.equal(a[0, :20], b[0, :20]) and not torch.allclose(a[0, 20:], b[0, 20:])
+    with pytest.raises(ValueError, match="T=33 is above block_size=32"):
+        model(torch.zeros(1, 33, dtype=torch.long))
+
+
+def test_the_multi_head_layer_is_a_list_of_heads_then_w_o_and_nanogpts_layer():
+    torch.manual_seed(0)
+    layer = ReferenceMultiHead(64, 4, 8)
+    x = torch.randn(3, 8, 64)
+    heads = [ReferenceHead(64, 16, 8) for _ in range(4)]
+    with torch.no_grad():
+        for h, head in enumerate(heads):  # head h's rows of c_attn: its q, k and v
+            for n, part in enumerate(("query", "key", "value")):
+                getattr(head, part).weight.copy_(layer.c_attn.weight[n * 64 + h * 16:n * 64 + (h + 1) * 16])
+        listed = layer.c_proj(torch.cat([head(x) for head in heads], -1))
+        gpt = CausalSelfAttention(64, 4)
+        gpt.load_state_dict({k: v for k, v in layer.state_dict().items() if k != "tril"})
+        assert torch.allclose(layer(x), listed, atol=1e-6) and torch.allclose(layer(x), gpt(x), atol=1e-6)
+        # removing head 2 is zeroing its columns of W_O
+        without = copy.deepcopy(layer)
+        without.c_proj.weight[:, 32:48] = 0
+        assert torch.allclose(layer(x, keep=[1, 1, 0, 1]), without(x), atol=1e-6)
+
+
+def test_shipped_multi_head_model_gives_its_logged_loss_and_beats_the_head_model(shipped):
+    multi = training.load_multi()
+    entry = shipped.log["multi"]
+    assert entry["sizes"] == {"vocab_size": 65, "C": 64, "n_head": 4, "block_size": 32}
+    assert entry["lr"] == shipped.log["head"]["lr"] and entry["parameters"] == 26_817
+    loss = training.validation_loss(multi)
+    assert f"{loss:.3f}" == f"{entry['val_loss']:.3f}"
+    assert loss < shipped.log["head"]["val_loss"] - 0.15 and not multi.training
+    assert entry["val"][-1] == pytest.approx(entry["val_loss"], abs=1e-4)
+    assert f"{training.validation_loss(training.build('multi', shipped.log['seed'])):.3f}" == \
+        f"{entry['val_loss_untrained']:.3f}"
+
+
+def test_a_missing_multi_head_file_names_itself_and_make_train(tmp_path):
+    shutil.copy(DATA.joinpath(training.LOG_FILE), tmp_path / training.LOG_FILE)
+    with pytest.raises(FileNotFoundError, match=f"{training.MULTI_FILE}.*make train"):
+        training.load_multi(tmp_path)
+
+
+def test_counted_n_grams_give_chapter_6s_losses():
+    assert round(training.ngram_loss(2, 1), 3) == 2.482
+    assert round(training.ngram_loss(3, 0.1), 3) == 2.046
+    assert round(training.ngram_loss(4, 0.1), 3) == 1.784

@@ -13,7 +13,8 @@ own module):
 - chapter 5 (:mod:`.chapter5`): :func:`check_real_batch_weights`, :func:`check_multihead_sdpa`, and
   :func:`check_head` after :func:`diagnose` (from :mod:`attention_lab.diagnose`, re-exported here);
 - chapter 6 (:mod:`.chapter6`): :func:`check_previous_token_head`, :func:`check_weight_by_distance`,
-  :func:`check_score_parts`.
+  :func:`check_score_parts`;
+- chapter 7 (:mod:`.chapter7`): :func:`check_split_heads`, :func:`check_multi_head`.
 
 The rest of the package: :mod:`.engine` (the messages, :data:`MISTAKES`, and how an answer is compared
 and a mistake matched), :mod:`.running` (strict mode, running the learner's code), :mod:`.trial` (the
@@ -71,6 +72,7 @@ from .chapter3 import check_softmax, check_unit_scale
 from .chapter4 import check_padding_mask
 from .chapter5 import check_head, check_multihead_sdpa, check_real_batch_weights
 from .chapter6 import check_previous_token_head, check_score_parts, check_weight_by_distance
+from .chapter7 import check_multi_head, check_split_heads
 # the building blocks of a check, importable from here as before the package was split (for new checks
 # written outside it, and for the graders: attention_lab.judge and attention_lab.observe)
 from .engine import (ATOL, LINE_WIDTH, MISTAKES, RTOL, Case, CheckFailed, _answer_is, _compare, _fail,  # noqa: F401
@@ -89,6 +91,8 @@ __all__ = [
     "check_previous_token_head",
     "check_weight_by_distance",
     "check_score_parts",
+    "check_split_heads",
+    "check_multi_head",
     "diagnose",
     "CheckFailed",
     "MISTAKES",

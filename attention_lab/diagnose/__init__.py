@@ -4,7 +4,9 @@
 measured by running it on seeded inputs, never guessed from names. ``obj`` is a module mapping (B, T, C) to
 (B, T, head_size) whatever its attribute names (separate or fused projections, bare ``nn.Parameter``
 matrices, a one-head ``nn.MultiheadAttention``), a function of ``x``, or one of ``(q, k, v)``; ``(out,
-weights)`` is read at ``out``. The module is callable: ``from attention_lab import diagnose; diagnose(head)``.
+weights)`` is read at ``out``. A module of several heads in nanoGPT's layout (a fused ``c_attn``, an output
+projection) is read head by head (chapter 7), and the card names the head that fails a line. The module is
+callable: ``from attention_lab import diagnose; diagnose(head)``.
 Its parts: :mod:`.card`, :mod:`.subject` (finding and feeding q, k, v), :mod:`.weights`, :mod:`.reading`.
 The learner's code runs on copies, in ``eval()``, ``no_grad``, inside ``torch.random.fork_rng``.
 """
@@ -16,7 +18,7 @@ import types
 
 import torch
 
-from .card import VERDICTS, Diagnosis, Verdict
+from .card import VERDICTS, Diagnosis, Verdict, combined
 from .reading import _Head, _heads, read_head
 from .subject import _error, _locate, _Many, _NoDropout, _ParamFeed, _QKVFeed, _Subject, _Unusable
 
@@ -129,11 +131,58 @@ def _diagnose(obj, C, hs, bs) -> Diagnosis:
             except Exception:  # noqa: BLE001 - the reading below says what goes wrong
                 n = 1
             if n > 1:
-                return _many(name, subject.kind, sizes.replace(f"head_size={hs}", f"{n} heads of size {hs // n}"),
-                             n, hs // n)
+                sizes = sizes.replace(f"head_size={hs}", f"{n} heads of size {hs // n}")
+                cards = []
+                for j in range(n):  # each head on its own columns (chapter 7)
+                    one = Diagnosis(name, subject.kind, sizes, Verdict(True, "runs"))
+                    read_head(one, _Head(_OneHead(subject, j, hs // n), _HeadFeed(feed, j, hs // n, hs), 2, T,
+                                         hs // n, C))
+                    cards.append(one)
+                return combined(name, subject.kind, sizes, cards)
         card = Diagnosis(name, subject.kind, sizes, Verdict(True, "runs"))
         read_head(card, head)
     return card
+
+
+class _OneHead:
+    """The subject seen through the columns of head ``j`` of its output (chapter 7); the rest as it is."""
+
+    def __init__(self, subject, j: int, hs: int):
+        self._subject, self._columns = subject, slice(j * hs, (j + 1) * hs)
+
+    def __getattr__(self, name):
+        return getattr(self._subject, name)
+
+    def run(self, *inputs, **how):
+        out = self._subject.run(*inputs, **how)
+        return out[..., self._columns] if isinstance(out, torch.Tensor) else out
+
+
+class _HeadFeed:
+    """Head ``j`` of a fused multi-head feed: its q, k, v go into its own columns (zeros elsewhere), and
+    its own columns of the output come back."""
+
+    def __init__(self, feed, j: int, hs: int, width: int):
+        self.feed, self.width, self.columns = feed, width, slice(j * hs, (j + 1) * hs)
+
+    @property
+    def order(self):
+        return self.feed.order
+
+    @order.setter
+    def order(self, value):
+        self.feed.order = value
+
+    def attend(self, q, k, v):
+        whole = []
+        for t in (q, k, v):
+            full = torch.zeros(*t.shape[:-1], self.width)
+            full[..., self.columns] = t
+            whole.append(full)
+        return self.feed.attend(*whole)[..., self.columns]
+
+    def qkv_of(self, inputs):
+        return tuple(t[..., self.columns] for t in self.feed.qkv_of(inputs))
 
 
 class _CallableModule(types.ModuleType):

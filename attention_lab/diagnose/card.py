@@ -1,8 +1,9 @@
 """The report card of :func:`attention_lab.diagnose.diagnose`: one :class:`Verdict` a line.
 
-A :class:`Diagnosis` holds the verdicts of one head, in :data:`VERDICTS` order; a module of several
-heads gets one line that says so (:attr:`Diagnosis.heads`), since reading each head is the many-heads
-chapter's job.
+A :class:`Diagnosis` holds the verdicts of one head, in :data:`VERDICTS` order. A module of several
+heads read head by head (chapter 7, :func:`combined`) holds each head's card in :attr:`Diagnosis.cards`
+and one line a verdict: the first head that fails it, by number, or the line all heads share; a module
+of several heads that cannot be read so gets one line that says so (:attr:`Diagnosis.heads`).
 """
 from __future__ import annotations
 
@@ -64,6 +65,7 @@ class Diagnosis:
     in_place: Verdict = _pending()
     sdpa: Verdict = _pending()
     heads: int = 1  # more than 1: a module of several heads, which the card names in one line
+    cards: list = field(default_factory=list)  # a module read head by head: each head's own card
 
     def verdicts(self) -> dict[str, Verdict]:
         return {name: getattr(self, name) for name in VERDICTS}
@@ -75,7 +77,7 @@ class Diagnosis:
 
     def __str__(self) -> str:
         head = _wrap(f"diagnose({self.name}): {self.kind}; {self.sizes}")
-        if self.heads > 1:
+        if self.heads > 1 and not self.cards:
             return "\n".join([head, self.runs.line()])
         lines = [v.line(VERDICTS[name]) for name, v in self.verdicts().items()]
         return "\n".join([head, *lines])
@@ -84,3 +86,26 @@ class Diagnosis:
 
     def _repr_pretty_(self, p, cycle):
         p.text(str(self))
+
+
+def combined(name: str, kind: str, sizes: str, cards: list) -> Diagnosis:
+    """One card for a module of several heads, from each head's card (chapter 7): a verdict any head
+    fails names the first such head ("head 2: ..."), and the others that fail it too; a verdict every
+    head passes is the first head's line, said of all of them."""
+    n = len(cards)
+    lines = {}
+    for field_name in VERDICTS:
+        verdicts = [getattr(c, field_name) for c in cards]
+        bad = [j for j, v in enumerate(verdicts) if v.ok is False]
+        if bad:
+            also = f" (heads {', '.join(map(str, bad[1:]))} too)" if len(bad) > 1 else ""
+            first = verdicts[bad[0]]
+            lines[field_name] = Verdict(False, f"head {bad[0]}: {first.text}{also}", (bad[0], first.value))
+        elif all(v.ok for v in verdicts):
+            lines[field_name] = Verdict(True, f"{verdicts[0].text} (each of the {n} heads)", verdicts[0].value)
+        else:
+            j = next(j for j, v in enumerate(verdicts) if v.ok is None)
+            lines[field_name] = Verdict(None, f"head {j}: {verdicts[j].text}", verdicts[j].value)
+    card = Diagnosis(name, kind, sizes, **lines, heads=n)
+    card.cards = list(cards)
+    return card

@@ -14,6 +14,8 @@ name                    chapter  what the controls change
                                  the reference head, or the learner's own ``Head``)
 ``trained_explorer``    6        a line of the play or typed text, trained/untrained -> the weights of
                                  chapter 6's head, before and after training
+``heads_explorer``      7        a line of the play or typed text, a head removed -> the weights of the
+                                 four heads of chapter 7's model, and its likeliest next characters
 ======================  =======  =====================================================================
 
 In code: ``ex.values``, ``ex.set(T=5)`` (as the reader would; returns "" or the message), ``ex.matrix``,
@@ -24,6 +26,7 @@ computed and tested: CONTRIBUTING.md, "The explorers".
 from attention_lab.explorers.average import AverageExplorer
 from attention_lab.explorers.base import C, PAGE_KEY, BadInput, Explorer, entropy_bits, floats, head_weights
 from attention_lab.explorers.head import HeadExplorer
+from attention_lab.explorers.heads import HeadsExplorer
 from attention_lab.explorers.learner import HANG_NOTE, HEAD_TIME_LIMIT_S, can_stop_a_hang
 from attention_lab.explorers.masking import MaskingExplorer
 from attention_lab.explorers.scaling import POWERS_OF_TWO, ScalingExplorer
@@ -37,10 +40,12 @@ scaling_explorer = ScalingExplorer
 masking_explorer = MaskingExplorer
 head_explorer = HeadExplorer
 trained_explorer = TrainedExplorer
+heads_explorer = HeadsExplorer
 
 __all__ = [
     "C", "PAGE_KEY", "POWERS_OF_TWO", "HANG_NOTE", "HEAD_TIME_LIMIT_S", "BadInput", "Explorer",
     "AverageExplorer", "ScoresExplorer", "ScalingExplorer", "MaskingExplorer", "HeadExplorer", "TrainedExplorer",
+    "HeadsExplorer",
     "average_explorer", "scores_explorer", "scaling_explorer", "masking_explorer", "head_explorer",
-    "trained_explorer", "can_stop_a_hang", "entropy_bits", "floats", "head_weights",
+    "trained_explorer", "heads_explorer", "can_stop_a_hang", "entropy_bits", "floats", "head_weights",
 ]

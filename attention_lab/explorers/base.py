@@ -48,6 +48,9 @@ class Explorer(anywidget.AnyWidget):
     caption = ""
     messages: dict = {}
     figsize = (3.9, 3.2)
+    # the page's cells: "max_cell" (rem, default 2.5), "per_row" (pictures side by side on a wide screen),
+    # "numbers_hidden" (the numbers in the trace panel only)
+    layout: dict = {}
 
     config = traitlets.Dict().tag(sync=True)  # what the view starts from: controls, words, tensors
     values = traitlets.Dict().tag(sync=True)  # the controls' values, set by the reader or from code
@@ -155,7 +158,7 @@ class Explorer(anywidget.AnyWidget):
         _, bar, cells = heatmaps.KINDS[self.kind]
         picture = {"kind": self.kind, "limit": self.constants().get("limit"), "colourbar": bar,
                    "cell_format": cells.strip("{}:"), "numbers_up_to": heatmaps.ANNOTATE_MAX_T,
-                   "visible": heatmaps.VISIBLE}
+                   "visible": heatmaps.VISIBLE, **self.layout}
         return {"explorer": self.name, "label": self.label, "values": values, "picture": picture,
                 "controls": [c.spec() for c in self.controls.values()], "caption": caption,
                 "messages": {**MESSAGES, **self.messages}, "constants": self.constants(), **self.page(),

@@ -71,7 +71,7 @@ def saturation_curves(scales: Sequence[float], largest: dict, gradient: dict,
 
 # ---- chapter 6: a trained head ----------------------------------------------------------------
 
-MODEL_COLORS = ("#1b9e77", "#d95f02", "#7570b3")  # one per model, in the order given
+MODEL_COLORS = ("#1b9e77", "#d95f02", "#7570b3", "#e7298a")  # one per model or head, in the order given
 
 
 def loss_curves(steps: Sequence[int], curves: dict, levels: dict | None = None,
@@ -124,7 +124,7 @@ def loss_curves(steps: Sequence[int], curves: dict, levels: dict | None = None,
 
 def distance_bars(profiles: dict, max_distance: int = 8, level: tuple[str, float] | None = None) -> Figure:
     """Draw mean attention weight against distance (0 = the query's own position, 1 = the one before,
-    ...) as side-by-side bars, one colour per head, and return the Figure (chapter 6).
+    ...) as side-by-side bars, one colour per head, and return the Figure (chapters 6 and 7).
 
     ``profiles`` maps a head's name to its weights by distance (entry d = distance d); the first
     ``max_distance`` distances are drawn, on the 0..1 scale of every weight in the course. ``level``,
@@ -133,6 +133,8 @@ def distance_bars(profiles: dict, max_distance: int = 8, level: tuple[str, float
     """
     if not profiles:
         raise ValueError("profiles must name at least one head")
+    if len(profiles) > len(MODEL_COLORS):
+        raise ValueError(f"profiles name {len(profiles)} heads; the bars have colours for at most {len(MODEL_COLORS)}")
     fig = new_figure(figsize=(6.8, 2.9), pyplot=True, layout="constrained")
     ax = fig.add_subplot()
     width = 0.8 / len(profiles)
@@ -140,7 +142,8 @@ def distance_bars(profiles: dict, max_distance: int = 8, level: tuple[str, float
         ys = [float(v) for v in list(values)[:max_distance]]
         xs = [d - 0.4 + width * (n + 0.5) for d in range(len(ys))]
         bars = ax.bar(xs, ys, width=width, color=color, label=name)
-        ax.bar_label(bars, fmt="%.2f", fontsize=_pt(TICK_PX - 1), padding=1)
+        if len(profiles) <= 3:  # four bars a distance leave no room for their numbers: the chapter prints them
+            ax.bar_label(bars, fmt="%.2f", fontsize=_pt(TICK_PX - 1), padding=1)
     if level is not None:
         ax.axhline(level[1], color="0.45", ls=":", lw=1, label=level[0])
     ax.set_xticks(range(max_distance))

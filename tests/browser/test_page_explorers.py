@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
 from browsing import ROOT, built_page, chapter_pages, missing
 
 from attention_lab import explorers, text, training
@@ -48,6 +49,7 @@ def build_all():
         "head": explorers.head_explorer(text="ged, as ", seed=1337, start=chapter5_start()),
         "head32": explorers.head_explorer(text="First Citizen:", block_size=32),
         "trained": explorers.trained_explorer(shipped.trained, shipped.untrained, lines=LINES),
+        "heads": explorers.heads_explorer(training.load_multi(), lines=LINES),
     }
 
 
@@ -78,6 +80,15 @@ SETTINGS = {
 }
 
 
+# chapter 7: every head's picture and the next-character probabilities, at 24 settings
+HEADS_TEXTS = [("ROMEO:", -1), ("a", 2), ("Be gone, you rogue!", 1), ("What, ho!\nAway", -1),
+               ("thou art a villain; and I", 3), ("The king's a beggar, now", 0), ("O", -1), ("  sweet  ", 2),
+               ("KING RICHARD II:", 1), ("Where left we last?", -1), ("Yes; keep you warm.", 0),
+               ("To be, or not", 3), ("God save you, gentlemen!", 2), ("zz", -1), ("GREMIO:", 1)]
+HEADS_SETTINGS = ([{"line": line, "removed": r} for line in LINES for r in (-1, 0, 3)]
+                  + [{"text": s, "removed": r} for s, r in HEADS_TEXTS])
+
+
 @pytest.fixture(scope="module")
 def built():
     return build_all()
@@ -102,7 +113,7 @@ def load(context, built):
     p.add_style_tag(path=str(ROOT / "book" / "_static" / "course.css"))
     p.add_style_tag(content=view.css())
     p.add_script_tag(content=view.page_source())
-    p.wait_for_function("document.querySelectorAll('.attention-explorer[data-paints]').length === 7")
+    p.wait_for_function("document.querySelectorAll('.attention-explorer[data-paints]').length === 8")
     assert errors == []
     return p
 
@@ -141,6 +152,59 @@ def test_page_weights_and_alt_equal_python_at_every_setting(page, built, name):
         shown = page.text_content(f"#{name} .explorer-caption")
         assert shown == "Showing: " + ex.alt(py, result)
     print(f"\n{name}: {len(SETTINGS[name])} settings, largest difference {worst:.2g}")
+
+
+def test_the_four_heads_and_the_next_character_equal_python_and_torch_at_every_setting(page, built):
+    ex = built["heads"]
+    model = training.load_multi()
+    assert len(HEADS_SETTINGS) >= 20
+    worst = 0.0
+    for setting in HEADS_SETTINGS:
+        for key, value in setting.items():
+            assert run(page, "heads", "return X.set(arg[0], arg[1]);", [key, value]) == "", setting
+        py = run(page, "heads", "return X.values();")
+        result = ex.compute(py)
+        chars = py["line"] or py["text"]
+        ids = torch.tensor([text.encode(chars)])
+        keep = [0.0 if h == py["removed"] else 1.0 for h in range(4)]
+        with torch.no_grad():
+            truth_w = model.attn.weights(model.embed(ids))[0].numpy()
+            truth_p = F.softmax(model(ids, keep=keep)[0, -1], dim=-1).numpy()
+        for h in range(4):
+            got = as_matrix(run(page, "heads", f"return X.weights({h});"))
+            finite = np.isfinite(result["matrix"][h])
+            assert np.array_equal(np.isneginf(got), np.isneginf(result["matrix"][h]))
+            for want in (result["matrix"][h], truth_w[h]):
+                diff = float(np.abs(got[finite] - want[finite]).max())
+                worst = max(worst, diff)
+                assert diff <= TOL, f"heads {setting} head {h}: {diff:.3g}"
+        probs = np.array(run(page, "heads", "return X.part('probs');"))
+        for want in (result["probs"], truth_p):
+            diff = float(np.abs(probs - want).max())
+            worst = max(worst, diff)
+            assert diff <= TOL, f"heads {setting} probabilities: {diff:.3g}"
+        assert run(page, "heads", "return X.alt();") == ex.alt(py, result), setting
+        panel = page.inner_text("#heads .explorer-next-list")
+        assert f"{result['top'][0][1]:.2f}" in panel, (setting, panel)
+    print(f"\nheads: {len(HEADS_SETTINGS)} settings, 4 heads and 65 probabilities each, largest difference "
+          f"{worst:.2g}")
+
+
+def test_a_heads_weight_opens_in_the_trace_panel_with_torchs_score(page, built):
+    run(page, "heads", f"return X.set('line', {LINES[1]!r});")
+    run(page, "heads", "return X.set('removed', -1);")
+    model = training.load_multi()
+    ids = torch.tensor([text.encode(LINES[1])])
+    with torch.no_grad():
+        q, k, _ = model.attn.heads(model.embed(ids))  # (1, nh, T, hs) each
+    for h, (i, j) in [(0, (3, 1)), (2, (5, 5)), (3, (20, 0))]:
+        trace = run(page, "heads", "return X.open(arg[0], arg[1], arg[2]);", [i, j, h])
+        assert trace is not None
+        shown = page.inner_text("#heads .explorer-trace")
+        assert "How this number was made" in shown
+        w = as_matrix(run(page, "heads", f"return X.weights({h});"))[i, j]
+        assert trace["weight"] == pytest.approx(w, abs=1e-7) and (trace["i"], trace["j"]) == (i, j)
+        assert trace["dot"] == pytest.approx(float(q[0, h, i] @ k[0, h, j]), abs=1e-4)
 
 
 def torch_trace(ex, values, i, j):
@@ -209,7 +273,7 @@ def test_a_cell_opens_by_click_and_keyboard_with_torchs_numbers(page, built, nam
         assert abs(trace["share"] - share) <= 1e-4
 
 
-@pytest.mark.parametrize("name", ["masking", "head", "trained"])
+@pytest.mark.parametrize("name", ["masking", "head", "trained", "heads"])
 def test_a_cell_opens_by_tap_on_a_phone(request, built, name):
     context = request.getfixturevalue("browser").new_context(viewport={"width": 390, "height": 844}, has_touch=True,
                                                              is_mobile=True, device_scale_factor=2)
@@ -217,7 +281,9 @@ def test_a_cell_opens_by_tap_on_a_phone(request, built, name):
         p = load(context, built)
         sel = f"#{name} .attention-explorer"
         p.tap(f"{sel} td[data-i='1'][data-j='0']")
-        assert "Row 1 = query 1" in p.inner_text(f"{sel} .explorer-trace")
+        trace = p.inner_text(f"{sel} .explorer-trace")
+        # chapter 7's trace names the picture first: "head 0: row 1 = query 1 'R', ..."
+        assert "Row 1 = query 1" in trace or (name == "heads" and "head 0: row 1 = query 1" in trace), trace
         moves = p.query_selector_all(f"{sel} .explorer-trace-moves button")
         assert all(b.bounding_box()["width"] >= 43.9 and b.bounding_box()["height"] >= 43.9 for b in moves)
         p.tap(f"{sel} .explorer-trace-moves button[aria-label='key to the right']")

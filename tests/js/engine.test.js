@@ -38,7 +38,7 @@ test("a control takes or refuses a value with Python's words", () => {
 test("every explorer computes Python's picture and caption", () => {
   for (const { config, settings } of cases.explorers) {
     const spec = L.explorers[config.explorer](config, null);
-    for (const { values, matrix, caption, message } of settings) {
+    for (const { values, matrix, caption, message, probs } of settings) {
       let r;
       try {
         r = spec.compute(values);
@@ -48,14 +48,25 @@ test("every explorer computes Python's picture and caption", () => {
         continue;
       }
       assert.strictEqual(message, undefined, config.explorer + ": Python refused " + JSON.stringify(values));
-      const m = r.matrix;
-      assert.deepStrictEqual([m.rows, m.cols], [matrix.length, matrix.length], config.explorer);
-      for (let i = 0; i < m.rows; i++) {
-        for (let j = 0; j < m.cols; j++) {
-          const got = L.engine.at(m, i, j), want = matrix[i][j];
-          assert.ok(got === want || Math.abs(got - want) <= 1e-5,
-            `${config.explorer} ${JSON.stringify(values)} [${i}, ${j}]: ${got} vs ${want}`);
+      // one picture, or (chapter 7) one a head, each against Python's matrix of that head
+      const pictures = r.pictures ? r.pictures.map((p) => p.matrix) : [r.matrix];
+      const wanted = r.pictures ? matrix : [matrix];
+      assert.strictEqual(pictures.length, wanted.length, config.explorer);
+      pictures.forEach((m, h) => {
+        const want2 = wanted[h];
+        assert.deepStrictEqual([m.rows, m.cols], [want2.length, want2.length], config.explorer);
+        for (let i = 0; i < m.rows; i++) {
+          for (let j = 0; j < m.cols; j++) {
+            const got = L.engine.at(m, i, j), want = want2[i][j];
+            assert.ok(got === want || Math.abs(got - want) <= 1e-5,
+              `${config.explorer} ${JSON.stringify(values)} [${h}, ${i}, ${j}]: ${got} vs ${want}`);
+          }
         }
+      });
+      if (probs) {  // chapter 7: the next-character probabilities
+        assert.strictEqual(r.probs.length, probs.length, config.explorer);
+        probs.forEach((want, i) => assert.ok(Math.abs(r.probs[i] - want) <= 1e-5,
+          `${config.explorer} ${JSON.stringify(values)} p[${i}]: ${r.probs[i]} vs ${want}`));
       }
       assert.strictEqual(L.parts.caption(config, values, r), caption, config.explorer);
     }

@@ -29,7 +29,9 @@
     var map = picture.kind === "scores" ? colours.RdBu_r : colours.viridis;
     this.map = map.map(hexToRgb);
     this.masked = hexToRgb(colours.masked);
-    this.heat = el("div", { class: "explorer-heat" });
+    // cells too small for their numbers (chapter 7's heads, two a row) keep them for a screen reader and the
+    // trace panel, not on screen
+    this.heat = el("div", { class: "explorer-heat" + (picture.numbers_hidden ? " explorer-quiet" : "") });
     figure.append(this.heat);
     if (withBar !== false) {  // several pictures on one scale share the first one's colour bar
       this.bar = el("div", { class: "explorer-colourbar", "aria-hidden": "true" });
@@ -193,10 +195,13 @@
     }
   };
 
-  // The cells' size, square, at most 2.5rem, smaller to fit a phone: set on the T columns and the T + 1
-  // rows, so a new T restyles those 2T + 1 elements, not the T² cells
+  // The cells' size, square, at most 2.5rem (or the picture's max_cell), smaller to fit a phone, and on a
+  // wide screen small enough for per_row pictures side by side (chapter 7's heads): set on the T columns
+  // and the T + 1 rows, so a new T restyles those 2T + 1 elements, not the T² cells
   Heatmap.prototype.sizeCells = function (T) {
-    var side = "min(2.5rem, calc((min(100vw, 42rem) - 4.5rem) / " + (T + 1) + "))", cols = this.colgroup.children;
+    var p = this.picture, wide = p.per_row && window.matchMedia && window.matchMedia("(min-width: 48rem)").matches;
+    var side = "min(" + (p.max_cell || 2.5) + "rem, calc((min(100vw, 42rem) / " + (wide ? p.per_row : 1) +
+      " - 4.5rem) / " + (T + 1) + "))", cols = this.colgroup.children;
     while (cols.length - 1 < T) this.colgroup.append(el("col"));
     while (cols.length - 1 > T) this.colgroup.lastChild.remove();
     for (var j = 1; j <= T; j++) cols[j].style.width = side;

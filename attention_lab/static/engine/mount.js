@@ -13,8 +13,8 @@
  * After every paint the root's data-paints counts up and it dispatches "explorer:painted" (the keypress
  * bench and the tests wait on it). root.attentionExplorer gives tests the numbers: values(), set(name,
  * value) ("" or the message shown; a refused value leaves the explorer as it was), weights(h), alt(),
- * message(), open(i, j, h) and trace() (h: which picture, the first by default); refresh() paints again
- * (the kernel's answer arrived).
+ * message(), open(i, j, h) and trace() (h: which picture, the first by default), part(name) (a computed
+ * part besides the pictures, chapter 7's probs); refresh() paints again (the kernel's answer arrived).
  */
 (function (root) {
   "use strict";
@@ -284,6 +284,10 @@
       message: function () { return self.messageText.textContent; },
       open: function (i, j, h) { self.open(i, j, true, h); return self.opened.trace; },
       trace: function () { return self.opened && self.opened.trace; },
+      part: function (name) {  // a computed part besides the pictures (chapter 7: probs, top), as plain arrays
+        var v = self.shown[name];
+        return v && typeof v !== "string" && typeof v.length === "number" ? Array.prototype.slice.call(v) : v;
+      },
       refresh: function () { return self.paint(); }
     };
   };
