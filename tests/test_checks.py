@@ -498,6 +498,23 @@ def previous_token_head():
     return head_with(20 * torch.eye(8), shift(8, 1))
 
 
+def previous_head_without_no_grad():
+    head = ReferenceHead(8, 8, 8)
+    head.query.weight.copy_(20 * torch.eye(8))  # a parameter that requires grad, changed in place
+    return head
+
+
+def previous_head_assigned():
+    head = ReferenceHead(8, 8, 8)
+    head.key.weight = shift(8, 1)  # a tensor where an nn.Parameter must stay
+    return head
+
+
+def previous_head_not_returned():
+    head = head_with(20 * torch.eye(8), shift(8, 1))
+    head.eval()  # built, never returned
+
+
 def head_with_data(part, W, C=8, hs=16, bs=8):
     head = ReferenceHead(C, hs, bs)
     getattr(head, part).weight.data = W
@@ -1229,6 +1246,38 @@ WRONG = [
     ("previous-zeros", checks.check_previous_token_head, (head_with(torch.zeros(8, 8), torch.zeros(8, 8)),),
      "previous/weak"),
     ("previous-untouched", checks.check_previous_token_head, (seeded(lambda: ReferenceHead(8, 8, 8)),), "previous/weak"),
+    # issue 35's fifth read: the mistakes reviewers tried that no message named
+    ("distance-default-dims", checks.check_weight_by_distance,
+     (lambda w: torch.stack([torch.diagonal(w, offset=-d).mean() for d in range(w.shape[-1])]),),
+     "distance/default-dims"),
+    ("distance-default-dims-loop", checks.check_weight_by_distance,
+     (lambda w: torch.stack([w.diagonal(-d).sum() / w.diagonal(-d).numel() for d in range(w.shape[-1])]),),
+     "distance/default-dims"),
+    ("distance-flipped-mean", checks.check_weight_by_distance, (lambda w: w.flip(-1).mean((0, 1)),),
+     "distance/flipped-mean"),
+    ("distance-flipped-mean-sum", checks.check_weight_by_distance,
+     (lambda w: w.flip(-1).sum((0, 1)) / (w.shape[0] * w.shape[1]),), "distance/flipped-mean"),
+    ("parts-by-dk", checks.check_score_parts,
+     (lambda m, i: [p / m.head.key.weight.shape[0] ** 0.5 for p in score_parts(m, i)], PARTS_MODEL, PARTS_IDS),
+     "parts/by-dk"),
+    ("parts-by-dk-einsum", checks.check_score_parts,
+     (lambda m, i: [p / 8 for p in score_parts_einsum(m, i)], PARTS_MODEL, PARTS_IDS), "parts/by-dk"),
+    ("parts-k-at-q", checks.check_score_parts,
+     (lambda m, i: [p.transpose(-2, -1) for p in score_parts(m, i)], PARTS_MODEL, PARTS_IDS), "parts/transposed"),
+    ("parts-k-at-q-mT", checks.check_score_parts,
+     (lambda m, i: [p.mT for p in score_parts_einsum(m, i)], PARTS_MODEL, PARTS_IDS), "parts/transposed"),
+    ("previous-no-grad", checks.check_previous_token_head, (previous_head_without_no_grad,), "previous/no-grad"),
+    ("previous-no-grad-fill", checks.check_previous_token_head,
+     (lambda: ReferenceHead(8, 8, 8).query.weight.mul_(20),), "previous/no-grad"),
+    ("previous-assigned", checks.check_previous_token_head, (previous_head_assigned,), "previous/assigned"),
+    ("previous-assigned-query", checks.check_previous_token_head,
+     (lambda: setattr(ReferenceHead(8, 8, 8).query, "weight", 20 * torch.eye(8)),), "previous/assigned"),
+    ("previous-none", checks.check_previous_token_head, (lambda: None,), "previous/none"),
+    ("previous-none-built", checks.check_previous_token_head, (previous_head_not_returned,), "previous/none"),
+    ("previous-negative", checks.check_previous_token_head, (lambda: head_with(-20 * torch.eye(8), shift(8, 1)),),
+     "previous/negative"),
+    ("previous-negative-key", checks.check_previous_token_head,
+     (lambda: head_with(torch.eye(8), -20 * shift(8, 1)),), "previous/negative"),
 ]
 
 # the ids of the messages the mistake tests produced in this session (see the last test)
@@ -1560,3 +1609,39 @@ def test_the_padding_check_says_why_an_all_masked_row_is_nan():
     failure = _produce(checks.check_padding_mask, (lambda s, p: pad_weights(s, p, empty="nan"),))
     assert failure.mistake == "pad/nan-rows", str(failure)
     assert "-inf - (-inf) = nan" in str(failure) and "0 / 0" not in str(failure)
+
+
+def test_fifth_read_messages_say_what_the_reviewers_found():
+    """The words of the messages issue 35's fifth read asked for (chapter 6's checks and the engine)."""
+    def message(check, *args):
+        with pytest.raises(checks.CheckFailed) as info:
+            check(*args, strict=True)
+        return str(info.value)
+
+    numpy_answer = lambda w: torch.stack([w.diagonal(-d, -2, -1).mean() for d in range(w.shape[-1])]).numpy()
+    said = message(checks.check_weight_by_distance, numpy_answer)
+    assert "drop the .numpy()" in said and "forget to `return`" not in said
+    said = message(checks.check_weight_by_distance, lambda w: None)
+    assert "returned None: did you forget to `return` it?" in said
+    said = message(checks.check_weight_by_distance,
+                   lambda w: torch.stack([w.diagonal(-d, -2, -1).mean(-1) for d in range(w.shape[-1])]))
+    assert "one profile per sequence" in said and "transposed: (T, B)" in said
+    said = message(checks.check_weight_by_distance, lambda w: torch.full(w.shape[-1:], float("nan")))
+    assert "got nan at index" in said and "largest difference inf" not in said
+    said = message(checks.check_score_parts, lambda m, i: score_parts(m, i)[:3] + [score_parts(m, i)[2] * 2],
+                   PARTS_MODEL, PARTS_IDS)
+    assert "the pos·pos part differs" in said and "part 3" not in said
+    said = message(checks.check_previous_token_head, previous_head_without_no_grad)
+    assert "with torch.no_grad(): head.key.weight.copy_(...)" in said
+    said = message(checks.check_previous_token_head, previous_head_assigned)
+    assert "must stay an nn.Parameter" in said and ".copy_(...)" in said
+    said = message(checks.check_previous_token_head, lambda: head_with(-20 * torch.eye(8), shift(8, 1)))
+    assert "negative factor" in said
+
+
+def test_a_pos_pos_part_without_the_batch_axis_passes():
+    """pos·pos comes from the (T, C) position table alone, so a (T, T) part is the same for every sequence."""
+    def unexpanded(model, ids):
+        parts = score_parts(model, ids)
+        return parts[:3] + [parts[3][0]]
+    assert checks.check_score_parts(unexpanded, PARTS_MODEL, PARTS_IDS, strict=True) is True

@@ -380,3 +380,12 @@ def test_question_3_1_says_no_measured_number_the_chapter_does_not_print():
     cell = next(c for c in table["cells"] if "for d_k in [1, 4, 16, 64, 256]" in "".join(c["source"]))
     row = next(line for line in "".join(cell["outputs"][0]["text"]).splitlines() if line.split()[:1] == ["64"])
     assert questions.within(float(row.split()[-1]), right["value"], config["tolerance"]), row
+
+
+@pytest.mark.parametrize("entry", [4.2, 4.16, 4.13, 4.21, 4])
+def test_ch6_uniform_calls_a_rounded_loss_close_and_asks_for_two_decimals(entry):
+    """ln 65 = 4.174: an entry within about 0.05 of it, or 4, is told to give two decimals, in the kernel."""
+    questions.ask("ch6-uniform", vocab_size=65)
+    verdict = questions.check("ch6-uniform", entry)
+    assert verdict.right is False and "close: give two decimals" in str(verdict), str(verdict)
+    assert questions.check("ch6-uniform", 4.17).right is True
