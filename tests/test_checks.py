@@ -170,6 +170,15 @@ def pad_weights(scores, pad, *, fill=NEG, empty="nan_to_num", hidden="keys", cau
     return w
 
 
+def pad_over_queries(zero):
+    """The padding answer with the softmax over dim=-2, its nan zeroed by ``zero``."""
+    def fn(scores, pad):
+        T = scores.shape[-1]
+        hide = (_tril(T) == 0) | pad[:, None, :]
+        return zero(F.softmax(scores.masked_fill(hide, float("-inf")), dim=-2))
+    return fn
+
+
 def pad_in_two_steps(scores, pad):
     T = scores.shape[-1]
     scores = scores.masked_fill(torch.tril(torch.ones(T, T)) == 0, float("-inf"))
@@ -436,6 +445,18 @@ def multihead(order=None, stack_dim=1, merge=None, per_head=False, flat=False, *
             return merge(out)
         return out.transpose(1, 2).reshape(B, T, -1)
 
+    return fn
+
+
+def multihead_cat_viewed(back):
+    """The heads' q, k, v concatenated, then viewed as (B, n, T, hs) with no transpose."""
+    def fn(heads, x):
+        B, T, _ = x.shape
+        n, hs = len(heads), heads[0].key.out_features
+        q, k, v = (torch.cat([getattr(h, name)(x) for h in heads], -1).view(B, n, T, hs)
+                   for name in ("query", "key", "value"))
+        out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return out.reshape(B, T, -1) if back == "reshape" else out.transpose(1, 2).reshape(B, T, -1)
     return fn
 
 
@@ -1247,6 +1268,20 @@ WRONG = [
      "previous/weak"),
     ("previous-untouched", checks.check_previous_token_head, (seeded(lambda: ReferenceHead(8, 8, 8)),), "previous/weak"),
     # issue 35's fifth read: the mistakes reviewers tried that no message named
+    ("pad-softmax-dim-2", checks.check_padding_mask, (pad_over_queries(torch.nan_to_num),), "pad/softmax-dim"),
+    ("pad-softmax-dim-0-of-rows", checks.check_padding_mask,
+     (pad_over_queries(lambda w: torch.where(torch.isnan(w), torch.zeros_like(w), w)),), "pad/softmax-dim"),
+    ("real-ones-v", checks.check_real_batch_weights,
+     (real_sdpa(lambda q, k: torch.ones(q.shape[0], q.shape[1], q.shape[1])), REAL_HEAD, REAL_X), "real/ones-v"),
+    ("real-ones-v-2d", checks.check_real_batch_weights,
+     (real_sdpa(lambda q, k: torch.ones(q.shape[1], q.shape[1]).expand(q.shape[0], -1, -1)), REAL_HEAD, REAL_X),
+     "real/ones-v"),
+    ("multihead-cat-view", checks.check_multihead_sdpa, (multihead_cat_viewed(back="reshape"),),
+     "multihead/viewed-without-transpose"),
+    ("multihead-cat-view-transposed-back", checks.check_multihead_sdpa, (multihead_cat_viewed(back="transpose"),),
+     "multihead/viewed-without-transpose"),
+    ("multihead-sum", checks.check_multihead_sdpa, (multihead(merge=lambda out: out.sum(1)),), "multihead/sum"),
+    ("multihead-sum-loop", checks.check_multihead_sdpa, (lambda heads, x: sum(h(x) for h in heads),), "multihead/sum"),
     ("distance-default-dims", checks.check_weight_by_distance,
      (lambda w: torch.stack([torch.diagonal(w, offset=-d).mean() for d in range(w.shape[-1])]),),
      "distance/default-dims"),
@@ -1631,6 +1666,9 @@ def test_fifth_read_messages_say_what_the_reviewers_found():
     said = message(checks.check_score_parts, lambda m, i: score_parts(m, i)[:3] + [score_parts(m, i)[2] * 2],
                    PARTS_MODEL, PARTS_IDS)
     assert "the pos·pos part differs" in said and "part 3" not in said
+    times_mask = lambda sc, p: pad_weights(sc, p, fill=float("-inf"), empty="multiply")
+    said = message(checks.check_padding_mask, times_mask)
+    assert "nan × 0 is still nan" in said and "largest difference inf" not in said
     said = message(checks.check_previous_token_head, previous_head_without_no_grad)
     assert "with torch.no_grad(): head.key.weight.copy_(...)" in said
     said = message(checks.check_previous_token_head, previous_head_assigned)

@@ -26,7 +26,7 @@ def ch6_uniform(vocab_size):
          (n, f"that is e^loss, the number of equally likely characters (the perplexity); the loss is ln {n}."),
          (-right, "the loss is −ln p, and ln p is negative, so the loss is positive.")]
         + [(value, "close: give two decimals, the entry must lie within 0.01 of the loss.")
-           for value in (right - 0.04, right - 0.02, right + 0.02, right + 0.04, 4)],
+           for value in (right - 0.045, right - 0.022, right + 0.022, right + 0.045, 4)],  # 2 tolerances apart
         {"abs": 0.01}, hint="two decimals are enough, such as 1.23")
 
 
