@@ -669,6 +669,12 @@ def split_view(t, n_head, how="right"):
         return t.view(B, T, n_head, hs).transpose(1, 3)
     if how == "axes-2-3":
         return t.view(B, T, n_head, hs).transpose(-1, -2)
+    if how == "heads-first-transposed":
+        return t.view(B, n_head, T, hs).transpose(1, 2)
+    if how == "hs-heads-1-2":
+        return t.view(B, T, hs, n_head).transpose(1, 2)
+    if how == "hs-heads-1-3":
+        return t.view(B, T, hs, n_head).transpose(1, 3)
     return t.view(B, T, n_head, hs).transpose(1, 2)
 
 
@@ -686,11 +692,17 @@ def split_reshape(t, n_head, how="right"):
         return t.unflatten(-1, (n_head, hs)).permute(0, 3, 2, 1)
     if how == "axes-2-3":
         return t.unflatten(-1, (n_head, hs)).permute(0, 1, 3, 2)
+    if how == "heads-first-transposed":
+        return t.reshape(B, n_head, T, hs).permute(0, 2, 1, 3)
+    if how == "hs-heads-1-2":
+        return t.unflatten(-1, (hs, n_head)).permute(0, 2, 1, 3)
+    if how == "hs-heads-1-3":
+        return t.unflatten(-1, (hs, n_head)).permute(0, 3, 2, 1)
     return t.unflatten(-1, (n_head, hs)).permute(0, 2, 1, 3)
 
 
 def layer_by_hand(x, c_attn, c_proj, n_head, *, scale="hs", proj=True, split="right", merge="right",
-                  order=None, parts="qkv"):
+                  order=None, parts="qkv", mask="causal", dim=-1):
     """Chapter 7's layer written out, right or with one named mistake."""
     B, T, C = x.shape
     hs = C // n_head
@@ -698,13 +710,29 @@ def layer_by_hand(x, c_attn, c_proj, n_head, *, scale="hs", proj=True, split="ri
     q, k, v = (chunks[p] for p in parts)
     if split == "view":
         q, k, v = (a.reshape(B, n_head, T, hs) for a in (q, k, v))
+    elif split == "none":
+        q, k, v = (a.reshape(B, T, n_head, hs) for a in (q, k, v))
     else:
         q, k, v = (a.view(B, T, n_head, hs).transpose(1, 2) for a in (q, k, v))
     scores = q @ k.transpose(-2, -1)
-    if scale != "none":
+    if scale == "times":
+        scores = scores * math.sqrt(C // n_head)
+    elif scale != "none":
         scores = scores / (hs if scale == "hs" else C) ** 0.5
-    scores = scores.masked_fill(torch.ones(T, T, dtype=torch.bool).triu(1), float("-inf"))
-    out = F.softmax(scores, dim=-1) @ v
+    L = scores.shape[-1]
+    if mask == "causal":
+        scores = scores.masked_fill(torch.ones(L, L, dtype=torch.bool).triu(1), float("-inf"))
+    elif mask == "reversed":
+        scores = scores.masked_fill(torch.triu(torch.ones(L, L)) == 0, float("-inf"))
+    elif mask == "block":
+        tril = torch.tril(torch.ones(8, 8))
+        scores = scores.masked_fill(tril == 0, float("-inf"))
+    elif mask == "block-where":
+        tril = torch.tril(torch.ones(8, 8))
+        scores = torch.where(tril == 0, float("-inf"), scores)
+    out = F.softmax(scores, dim=dim) @ v
+    if split == "none":
+        return c_proj(out.reshape(B, T, C)) if proj else out.reshape(B, T, C)
     if order == "reversed":
         out = out.flip(1)
     elif order == "rolled":
@@ -730,6 +758,24 @@ def layer_wrong_axes(x, c_attn, c_proj, n_head, axes, sdpa=True):
             torch.ones(L, L, dtype=torch.bool).triu(1), float("-inf"))
         out = F.softmax(scores, dim=-1) @ v
     return c_proj(out.transpose(*axes).reshape(B, T, C))
+
+
+def layer_sdpa(x, c_attn, c_proj, n_head, *, causal=True, transpose=True, mask=None, scale=None):
+    """The layer with F.scaled_dot_product_attention, right or with a named mistake."""
+    B, T, C = x.shape
+    hs = C // n_head
+    q, k, v = c_attn(x).split(C, dim=-1)
+    q, k, v = (a.reshape(B, T, n_head, hs) for a in (q, k, v))
+    if transpose:
+        q, k, v = (a.transpose(1, 2) for a in (q, k, v))
+    L = q.shape[-2]
+    if mask == "reversed":
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=torch.ones(L, L, dtype=torch.bool).triu())
+    else:
+        out = F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale)
+    if transpose:
+        out = out.transpose(1, 2)
+    return c_proj(out.reshape(B, T, C))
 
 
 def layer_by_list(x, c_attn, c_proj, n_head, *, scale="hs", proj=True, order=None, merge="cat", split="right",
@@ -1466,6 +1512,35 @@ WRONG = [
      "layer/wrong-axes"),
     ("layer-axes-2-3-by-hand", checks.check_multi_head, (functools.partial(layer_wrong_axes, axes=(2, 3), sdpa=False),),
      "layer/wrong-axes"),
+    ("split-heads-first-transposed", checks.check_split_heads,
+     (functools.partial(split_view, how="heads-first-transposed"),), "split/view-heads-first-transposed"),
+    ("split-heads-first-permuted", checks.check_split_heads,
+     (functools.partial(split_reshape, how="heads-first-transposed"),), "split/view-heads-first-transposed"),
+    ("split-hs-heads-1-2", checks.check_split_heads, (functools.partial(split_view, how="hs-heads-1-2"),),
+     "split/hs-heads-transposed"),
+    ("split-hs-heads-1-3-permute", checks.check_split_heads, (functools.partial(split_reshape, how="hs-heads-1-3"),),
+     "split/hs-heads-transposed"),
+    ("layer-no-transpose-sdpa", checks.check_multi_head, (functools.partial(layer_sdpa, transpose=False),),
+     "layer/no-transpose"),
+    ("layer-no-transpose-by-hand", checks.check_multi_head, (functools.partial(layer_by_hand, split="none"),),
+     "layer/no-transpose"),
+    ("layer-no-mask-sdpa", checks.check_multi_head, (functools.partial(layer_sdpa, causal=False),), "layer/no-mask"),
+    ("layer-no-mask-by-hand", checks.check_multi_head, (functools.partial(layer_by_hand, mask="none"),),
+     "layer/no-mask"),
+    ("layer-mask-reversed", checks.check_multi_head, (functools.partial(layer_by_hand, mask="reversed"),),
+     "layer/mask-reversed"),
+    ("layer-mask-reversed-sdpa", checks.check_multi_head, (functools.partial(layer_sdpa, mask="reversed"),),
+     "layer/mask-reversed"),
+    ("layer-softmax-dim", checks.check_multi_head, (functools.partial(layer_by_hand, dim=-2),), "layer/softmax-dim"),
+    ("layer-softmax-dim-2", checks.check_multi_head, (functools.partial(layer_by_hand, dim=2),), "layer/softmax-dim"),
+    ("layer-scale-times", checks.check_multi_head, (functools.partial(layer_by_hand, scale="times"),),
+     "layer/scale-times"),
+    ("layer-scale-times-sdpa", checks.check_multi_head,
+     (lambda x, a, p, nh: layer_sdpa(x, a, p, nh, scale=math.sqrt(x.shape[-1] // nh)),), "layer/scale-times"),
+    ("layer-mask-block", checks.check_multi_head, (functools.partial(layer_by_hand, mask="block"),),
+     "layer/hint-mask-size"),
+    ("layer-mask-block-where", checks.check_multi_head, (functools.partial(layer_by_hand, mask="block-where"),),
+     "layer/hint-mask-size"),
     ("layer-kqv", checks.check_multi_head, (functools.partial(layer_by_hand, parts="kqv"),), "layer/parts-order"),
     ("layer-vkq-list", checks.check_multi_head, (functools.partial(layer_by_list, parts="vkq"),), "layer/parts-order"),
     # issue 35's fifth read: the mistakes reviewers tried that no message named

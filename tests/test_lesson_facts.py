@@ -88,11 +88,16 @@ FACTS = [
      "side by side:  (4, 8, 64)\nafter W_O:     (4, 8, 64)\ncolumns 16 to 31 are head 1's output: True"),
     ("07_many_heads", "count(listed.heads)", "4 heads of size 16:   12,288\none head of size 64:  12,288\n"
      "W_O:                   4,096"),
-    ("07_many_heads", "straight = small.view(1, 2, 3, 2)", "view alone, 'head 0':     [[0, 1], [2, 3], [10, 11]]\n"
-     "view + transpose, head 0: [[0, 1], [10, 11], [20, 21]]"),
-    ("07_many_heads", "rows = torch.cat([getattr(h, part)", "Fig. 10 equals Fig. 9, to within 1e-6: True"),
-    ("07_many_heads", "fused = batched.c_proj(out)", "the fused call equals Fig. 10, to within 1e-6: True"),
-    ("07_many_heads", "reference.CausalSelfAttention", "CausalSelfAttention equals Fig. 10, to within 1e-6: True"),
+    ("07_many_heads", "straight = small.view(1, 3, 4, 2)", "view alone, 'head 0':     [[0, 1], [2, 3], [4, 5], "
+     "[10, 11]]\nview + transpose, head 0: [[0, 1], [10, 11], [20, 21], [30, 31]]"),
+    ("07_many_heads", "straight = small.view(1, 3, 4, 2)", "a query from split is contiguous: False\n"
+     "view refused: view size is not compatible"),
+    ("07_many_heads", "rows = torch.cat([getattr(h, part)", "Fig. 10 equals Fig. 9, to within 1e-6: True\n"
+     "bit for bit: True"),
+    ("07_many_heads", "fused = batched.c_proj(out)", "the fused call equals Fig. 10, to within 1e-6: True\n"
+     "bit for bit: False"),
+    ("07_many_heads", "reference.CausalSelfAttention", "CausalSelfAttention equals Fig. 10, to within 1e-6: True\n"
+     "bit for bit: Fig. 10 False | the fused call True"),
     ("07_many_heads", "reference.CausalSelfAttention", "nanoGPT's names: ['c_attn.weight', 'c_proj.weight']"),
     ("07_many_heads", "checks.diagnose(batched)", "✓ scale 1/√d_k = 1/√16 (right) (each of the 4 heads)"),
     ("07_many_heads", "choice = torch._fused_sdp_choice", "4-D input takes: FLASH_ATTENTION\n3-D input takes: MATH"),
@@ -496,17 +501,17 @@ def output_of_solution(stem, snippet):
 
 def test_chapter_7_bit_equality_does_not_tell_which_kernel_ran():
     """On the 4-D input the default call (the flash kernel) never equals the math path bit for bit; the math
-    path equals the written-out steps only at hs = 16 (h^(-1/4) = 1/2); every gap is below 1e-6."""
+    path equals the written-out steps only where hs^(-1/4) is a power of two (16, 256); every gap is below 1e-6."""
     rows = output_of("07_many_heads", "def steps(q, k, v)").splitlines()
     assert rows[0].split() == ["hs", "default", "=", "math", "math", "=", "steps", "default", "=", "steps", "gap"]
     table = {int(r.split()[0]): r.split()[1:] for r in rows[1:]}
-    assert sorted(table) == [8, 16, 24, 32, 64]
+    assert sorted(table) == [8, 16, 24, 32, 64, 256]
     for hs, (default_math, math_steps, default_steps, *gap) in table.items():
         assert default_math == "False" and default_steps == "False", hs
-        assert math_steps == str(hs == 16), hs
+        assert math_steps == str(hs in (16, 256)), hs
         assert gap == ["<", "1e-6"], hs
     prose = markdown_after("07_many_heads", "def steps(q, k, v)")
-    assert "$h_s = 16$" in prose and "online softmax" in prose and "_fused_sdp_choice" in prose
+    assert "16 and 256" in prose and "512" in prose and "_fused_sdp_choice" in prose
 
 
 def test_chapter_7_many_heads_cost_what_one_wide_head_costs_plus_w_o():

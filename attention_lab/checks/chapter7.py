@@ -16,6 +16,7 @@ import torch
 import torch.nn as nn
 
 from .engine import Case, _answer_is, _matches, _shape, _table
+from .hints import _HINTS, _MASKING
 from .running import _check, _try
 
 
@@ -59,6 +60,15 @@ _SPLIT_ROWS = _table(
      "the view (B, T, hs, n_head) puts the heads last; head h must hold the {hs} channels next to each "
      "other, h·hs to (h + 1)·hs - 1: view as (B, T, n_head, hs), then .transpose(1, 2)",
      _answer_is(lambda c: c.t.view(c.B, c.T, c.hs, c.n_head).permute(0, 3, 1, 2))),
+    ("split/view-heads-first-transposed", "you viewed (B, T, C) as (B, n_head, T, hs) and then transposed axes "
+     "1 and 2, which gives (B, T, n_head, hs) of numbers already mixed: the view must come first with the "
+     "time axis where it is, (B, T, n_head, hs), and only then .transpose(1, 2)",
+     _answer_is(lambda c: c.t.view(c.B, c.n_head, c.T, c.hs).transpose(1, 2))),
+    ("split/hs-heads-transposed", "you viewed (B, T, C) as (B, T, hs, n_head), the heads last, then transposed "
+     "axes 1 and {b}, which gives shape {got_shape}: in that view channel c goes to head c % {n_head}; "
+     "view as (B, T, n_head, hs), then .transpose(1, 2)",
+     lambda c, got: next(({"b": b, "got_shape": _shape(got)} for b in (2, 3)
+                          if _matches(got, c.t.view(c.B, c.T, c.hs, c.n_head).transpose(1, b))), None)),
     ("split/wrong-axes", "you transposed axes {a} and {b} of the view (B, T, n_head, hs), which gives shape "
      "{got_shape}: the head axis, 2, must change places with the time axis, 1: .transpose(1, 2)", _wrong_axes),
 )
@@ -114,7 +124,7 @@ class LayerCase(Case):
 
 
 def layer(x, w_attn, w_proj, n_head, *, split="right", merge="right", order=None, scale="hs", proj=True,
-          parts="qkv", axes=(1, 2), back=None):
+          parts="qkv", axes=(1, 2), back=None, mask="causal", softmax_dim=-1):
     """The layer in float64 (x @ W.T for each linear layer), and the wrong versions the check names.
 
     ``split="view"`` views q, k, v straight as (B, n_head, T, hs); ``merge="view"`` reads
@@ -123,7 +133,11 @@ def layer(x, w_attn, w_proj, n_head, *, split="right", merge="right", order=None
     "C" or "none"; ``proj=False`` leaves W_O out; ``parts`` is the order c_attn's rows are read in;
     ``axes`` is the pair of axes of the view (B, T, n_head, hs) that the split transposes and ``back``
     the pair the merge transposes (default: the same), the attention running over the second-to-last
-    axis whatever it holds (torch raises where those shapes cannot be computed).
+    axis whatever it holds (torch raises where those shapes cannot be computed); ``split="none"`` keeps
+    the view (B, T, n_head, hs) untransposed, so the attention runs over the heads, and merges it back
+    as it is. ``scale`` may also be "hs-value" (√hs by value, whatever the last axis holds) or "times-hs"
+    (the scores multiplied by √hs); ``mask`` is "causal", "none" or "reversed" (each position sees itself
+    and the future); ``softmax_dim`` the axis the softmax runs over.
     """
     x, w_attn, w_proj = (a.detach().double() for a in (x, w_attn, w_proj))
     B, T, C = x.shape
@@ -132,18 +146,31 @@ def layer(x, w_attn, w_proj, n_head, *, split="right", merge="right", order=None
     q, k, v = (chunks[p] for p in parts)
     if split == "view":
         q, k, v = (a.reshape(B, n_head, T, hs) for a in (q, k, v))
+    elif split == "none":
+        q, k, v = (a.view(B, T, n_head, hs) for a in (q, k, v))
     else:
         q, k, v = (a.view(B, T, n_head, hs).transpose(*axes) for a in (q, k, v))
     scores = q @ k.transpose(-2, -1)  # (B, nh, T, T)
-    if scale != "none":
-        scores = scores / math.sqrt(q.shape[-1] if scale == "hs" else C)  # the width of each dot product
+    if scale == "times-hs":
+        scores = scores * math.sqrt(hs)
+    elif scale != "none":  # the width of each dot product, from q's last axis or by value
+        scores = scores / math.sqrt({"hs": q.shape[-1], "hs-value": hs}.get(scale, C))
     L = scores.shape[-1]
     future = torch.ones(L, L, dtype=torch.bool).triu(1)
-    weights = torch.softmax(scores.masked_fill(future, float("-inf")), dim=-1)
+    if mask == "reversed":
+        future = future.T  # (L, L): the past hidden, the future seen
+    if mask != "none":
+        scores = scores.masked_fill(future, float("-inf"))
+    weights = torch.softmax(scores, dim=softmax_dim)
     out = weights @ v  # (B, nh, T, hs)
+    if split == "none":
+        out = out.reshape(B, T, C)
+        return out @ w_proj.T if proj else out
     if tuple(axes) != (1, 2):  # a split on the wrong axes, merged back by the same transpose or the usual one
         out = out.transpose(*(back or axes)).reshape(B, T, C)
         return out @ w_proj.T if proj else out
+    if merge == "heads":  # each head's output, (B, nh, T, hs), before the merge
+        return out
     if order is not None:
         out = out[:, list(order)]
     if merge == "view":
@@ -160,10 +187,15 @@ def _variant(**how):
 
 
 def _in_order(case: LayerCase, got):
+    """The heads put side by side in another order, with W_O or without: the heads' outputs are computed
+    once, and only their order changes from one candidate to the next."""
+    if not isinstance(got, torch.Tensor) or tuple(got.shape) != (case.B, case.T, case.C):
+        return None
+    heads = layer(case.x, case.w_attn, case.w_proj, case.n_head, merge="heads")  # (B, nh, T, hs)
     for order in itertools.permutations(range(case.n_head)):
         if list(order) != sorted(order):
-            for proj in (True, False):
-                candidate = layer(case.x, case.w_attn, case.w_proj, case.n_head, order=order, proj=proj)
+            merged = heads[:, list(order)].transpose(1, 2).reshape(case.B, case.T, case.C)
+            for candidate in (merged @ case.w_proj.T, merged):
                 if _matches(got, candidate):
                     return dict(order=list(order))
     return None
@@ -179,9 +211,10 @@ def _wrong_layer_axes(case: LayerCase, got):
             continue
         order = [0, 1, 2, 3]
         order[a], order[b] = order[b], order[a]  # which axis of the view lands where
-        for back in ((a, b), (1, 2)):
+        for back, scale in itertools.product(((a, b), (1, 2)), ("hs", "hs-value")):
             try:
-                candidate = layer(case.x, case.w_attn, case.w_proj, case.n_head, axes=(a, b), back=back)
+                candidate = layer(case.x, case.w_attn, case.w_proj, case.n_head, axes=(a, b), back=back,
+                                  scale=scale)
             except RuntimeError:  # shapes this mistake cannot make
                 continue
             if _matches(got, candidate):
@@ -198,9 +231,23 @@ _LAYER_ROWS = _table(
      "after the split), not the width of x", _variant(scale="C")),
     ("layer/no-scale", "you did not scale the scores: divide each head's q @ kᵀ by √hs = {root_hs:.3g}",
      _variant(scale="none")),
-    ("layer/split-view-only", "you viewed q, k and v straight as (B, n_head, T, hs): a view reads the numbers "
-     "in memory order, so your heads mix positions with channels; view as (B, T, n_head, hs), then "
-     ".transpose(1, 2)", _variant(split="view")),
+    ("layer/scale-times", "you multiplied the scores by √hs = {root_hs:.3g}: divide by it, q @ kᵀ / √hs",
+     _variant(scale="times-hs")),
+    ("layer/no-mask", "you left out the causal mask: every position also attends to the positions after it; "
+     "pass is_causal=True to F.scaled_dot_product_attention, or fill the scores above the diagonal with "
+     "-inf before the softmax", _variant(mask="none")),
+    ("layer/mask-reversed", "your mask is the wrong triangle: each position sees itself and the positions "
+     "after it, and not the ones before; hide the scores above the diagonal (tril[:T, :T] == 0), not below",
+     _variant(mask="reversed")),
+    ("layer/softmax-dim", "you took the softmax over dim=-2, down each column of the scores: each query's "
+     "row of weights must sum to 1, so softmax over the keys, dim=-1", _variant(softmax_dim=-2)),
+    ("layer/no-transpose", "you split q, k and v into (B, T, n_head, hs) with no transpose: the attention "
+     "then runs over the heads of one position, not over the positions of one head; add .transpose(1, 2) "
+     "after the split, and again before the merge", _variant(split="none")),
+    ("layer/split-view-only", "you split q, k and v straight into (B, n_head, T, hs) (with reshape: on the "
+     "chunks that split returns, view refuses, 'view size is not compatible', and suggests reshape): both "
+     "read the numbers in memory order, so your heads mix positions with channels; view as "
+     "(B, T, n_head, hs), then .transpose(1, 2)", _variant(split="view")),
     ("layer/merge-view-only", "you put the heads back with a view of (B, n_head, T, hs) straight to (B, T, C): "
      "without the transpose back, the rows of position t come from several positions of one head; "
      "first .transpose(1, 2) to (B, T, n_head, hs), then .contiguous().view(B, T, C) (or .reshape)",
@@ -221,6 +268,24 @@ _LAYER_ROWS = _table(
                           if _matches(got, layer(c.x, c.w_attn, c.w_proj, c.n_head, parts=p))), None)),
 )
 
+def _mask_too_big(case, failure):
+    """A mask kept at a block size, (L, L), not cut to the sequence's T: masked_fill raises, or (at T = 1,
+    where the scores broadcast to the mask) the product with v does."""
+    call = failure.call
+    if call is None or call.name not in _MASKING | {"matmul", "__matmul__", "bmm"}:
+        return None
+    for t in call.tensors:
+        if t.dim() >= 2 and t.shape[-1] == t.shape[-2] and t.shape[-1] > case.T:
+            return dict(L=t.shape[-1])
+    return None
+
+
+_LAYER_HINTS = _HINTS[:1] + _table(
+    ("layer/hint-mask-size", "your mask is {L} × {L}, sized to a block size, but here T = {T}: cut it to "
+     "the sequence, tril[:T, :T] == 0, as Fig. 10 does", _mask_too_big),
+) + _HINTS[1:]
+
+
 def _layer_shapes(trial):
     """(B, T, n_head, hs): the chapter's, T = 1, and drawn ones (√C never equal to √hs), one twice."""
     drawn = (trial.choice((1, 2, 3)), trial.integer(5, 12), trial.choice((2, 3, 5)), trial.choice((3, 6, 7)))
@@ -237,7 +302,9 @@ def check_multi_head(fn, *, trial):
     answer is causal multi-head attention with heads of size C // n_head, put side by side in head order
     and mixed by ``c_proj``, (B, T, C). By hand or with ``F.scaled_dot_product_attention``. Tested on the
     chapter's sizes (C = 64, 4 heads), T = 1 and drawn sizes, one twice. Names: W_O left out, scores
-    scaled by √C (or not at all), q, k, v viewed as (B, n_head, T, hs) without the transpose, a transpose
+    scaled by √C (or not at all, or multiplied by √hs), the causal mask left out or reversed, the softmax
+    over dim -2, q, k, v split with no transpose at all or reshaped straight to (B, n_head, T, hs), a
+    mask sized to a block size and not cut to T (a hint), a transpose
     of the wrong axes, heads merged without the transpose back or interleaved, heads in the wrong order, c_attn's q, k, v read
     in the wrong order; an answer that changes x or the layers.
     """
@@ -253,6 +320,6 @@ def check_multi_head(fn, *, trial):
                          root_C=math.sqrt(C), root_hs=math.sqrt(hs))
         where = f"x of shape {_shape(x)}, {nh} heads of size {hs}"
         _try(fn, (x, c_attn, c_proj, nh), expected, what="your output", where=where, case=case,
-             table=_LAYER_ROWS, trial=trial)
+             table=_LAYER_ROWS, hints=_LAYER_HINTS, trial=trial)
     return ("your layer equals causal multi-head attention, heads side by side, then W_O (tested T = 1 to "
             "12, 2 to 5 heads of sizes 3 to 16)")

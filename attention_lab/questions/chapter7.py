@@ -21,6 +21,12 @@ def ch7_params(C, n_head):
                               f"size {hs} has ({hs}, {C}) weights."),
          (3 * C * hs, f"that is one head of size {hs}; there are {n_head} of them."),
          (4 * C * C, f"that adds W_O's {C} · {C}; the question leaves it out."),
+         (n_head * C * hs, f"that counts one weight of each head, its queries say, or W_O's {C} · {C}; "
+                           "every head has three, for keys, queries and values, and W_O is left out."),
+         (n_head * 2 * C * hs, f"that counts keys and queries only; each head's value layer is a ({hs}, {C}) "
+                               "weight too."),
+         (right + 3 * C, f"that counts a bias for each of the {3 * C} outputs; the chapter's heads are "
+                         "built with bias=False."),
          (3 * hs * hs, f"each head's weights are ({hs}, {C}), not ({hs}, {hs}): every head reads all {C} "
                        "channels of x.")],
         {"abs": 0.5})
@@ -39,10 +45,9 @@ def ch7_view(t, n_head):
     return choice_question(
         "ch7-view", "7.2", f"t is (1, {T}, {C}), position p's channel c holding 10·p + c. What is "
                            f"t.view(1, {n_head}, {T}, {hs})[0, 0], the block a view alone calls head 0?",
-        {"a": f"{show(split)}: the first {hs} channels of every position, head 0's slice.",
-         "b": f"{show(straight)}: the first {T * hs} numbers in memory order, position 0 whole and then "
-              "position 1.",
-         "c": f"{show(every_other)}: every {nth} channel of each position.",
+        {"a": f"{show(split)}.",
+         "b": f"{show(straight)}.",
+         "c": f"{show(every_other)}.",
          "d": "An error: view cannot turn (1, T, C) into (1, n_head, T, hs)."},
         "b",
         f"view never moves a number: it reads the {T * C} numbers in the order they lie in memory, position "
@@ -51,8 +56,8 @@ def ch7_view(t, n_head):
         f"mixed. Head 0's slice, {show(split)}, needs view(1, {T}, {n_head}, {hs}) and then .transpose(1, 2).",
         {"a": f"that is what view(1, {T}, {n_head}, {hs}).transpose(1, 2) gives; a view alone keeps memory "
               f"order, and its first block is {show(straight)}.",
-         "c": f"every {nth} channel is what view(1, {T}, {hs}, {n_head}) puts in a head; view(1, {n_head}, "
-              f"{T}, {hs}) gives {show(straight)}.",
+         "c": f"every {nth} channel of each position is what view(1, {T}, {hs}, {n_head}) gives when its "
+              f"last axis is read as the head; view(1, {n_head}, {T}, {hs}) gives {show(straight)}.",
          "d": f"a view needs only the same number of entries, {T * C} here, and memory it can read in order; "
               f"it runs, and gives {show(straight)}."})
 
