@@ -119,7 +119,7 @@ FACTS = [
      "largest logit gap below 1e-4: True\nlargest probability gap below 1e-5: True\n"
      "same likeliest character at every step: True"),
     ("08_generation", "same = generate_cached(", "the same 31 characters as section 8.2: True"),
-    ("08_generation", "def cache_bytes(", "this model: 512 bytes a token (measured on the cache: 512)"),
+    ("08_generation", "def cache_bytes(", "this model: 512 bytes a token (measured on the cache: 512); 32 tokens: 16,384"),
     ("08_generation", "def cache_bytes(", "GPT-2 small: 73,728 bytes a token in float32, 72 MiB for 1024 tokens"),
     # chapter 8: past block_size a trimmed cache is not the crop; it is every key at its entry position
     ("08_generation", "def at_positions(", "newest key = the crop's, to within 1e-6: True\n"
