@@ -158,7 +158,7 @@ def check_attend_cached(fn, *, trial):
     """
     nh, hs = trial.choice((2, 3)), trial.choice((4, 5, 8))
     bs = trial.integer(4, 6)
-    shapes = [(2, 3, nh, hs, bs), (1, 0, 4, 16, 8), (2, 1, nh, hs, bs), (1, bs, nh, hs, bs),
+    shapes = [(2, 3, nh, hs, bs), (1, 0, 4, 16, 8), (2, 1, 2, hs, bs), (1, bs, nh, hs, bs),
               (trial.choice((1, 3)), bs, 4, 16, bs), (1, bs, nh, hs, bs)]
     name = getattr(fn, "__name__", "attend_cached")
     for B, T, nh_, hs_, bs_ in shapes:
@@ -256,7 +256,7 @@ def check_embed_next(fn, *, trial):
     trial.fill(tok, 1.0)
     trial.fill(pos, 1.0)
     name = getattr(fn, "__name__", "embed_next")
-    for B, past in ((2, 3), (1, 0), (3, bs - 1), (1, bs), (2, bs + trial.integer(1, 5)), (1, 2)):
+    for B, past in ((6, 3), (1, 0), (3, bs - 1), (1, bs), (6, bs + trial.integer(1, 5)), (2, 2)):
         ids = trial.integers(0, vocab - 1, (B, 1))
         case = EmbedCase(tok=tok.weight.detach().double(), pos=pos.weight.detach().double(), ids=ids,
                          past=past, block_size=bs, past_plus=right_row(past, bs) + 1,
