@@ -6,7 +6,7 @@ scores, masked scores, weights; chapter 6: several heads' weights), both with :c
 an explorer's picture where no widget shows is one too. The other pictures: :func:`qkv_flow` (chapter
 2) and :func:`head_diagram` (chapter 5), block diagrams; :func:`saturation_curves` and
 :func:`variance_panel` (chapter 3); :func:`loss_curves`, :func:`distance_bars` and
-:func:`same_vs_different` (chapter 6).
+:func:`same_vs_different` (chapter 6); :func:`cost_curves` (chapter 8).
 
 The modules, by what they draw: :mod:`.heatmaps` (heatmaps, their colour scales and sizes, and
 :func:`new_figure`), :mod:`.diagrams` and :mod:`.curves`; every name is importable from ``attention_lab.plots``.
@@ -19,7 +19,8 @@ Sizes of text are given in CSS pixels (``*_PX``): a figure inch is :data:`CSS_DP
 pictures carry :data:`SCALE` times as many pixels, so they stay sharp on high-density screens.
 Nothing here prints, seeds, or changes matplotlib's global settings.
 """
-from .curves import MODEL_COLORS, distance_bars, loss_curves, same_vs_different, saturation_curves, variance_panel
+from .curves import (MODEL_COLORS, cost_curves, distance_bars, loss_curves, same_vs_different, saturation_curves,
+                     variance_panel)
 from .diagrams import DIAGRAM_PX, DIAGRAM_TEXT_PX, DIAGRAM_TITLE_PX, FILL, LEGEND, head_diagram, qkv_flow
 from .heatmaps import (ANNOTATE_MAX_T, CELL_PX, COLOUR_MAPS, CSS_DPI, KINDS, MASKED, SCALE, TICK_PX, HeatmapArtist,
                        attention_heatmap, contrast_color, new_figure, show_heatmaps, to_numpy, token_label)
@@ -27,7 +28,7 @@ from .heatmaps import (ANNOTATE_MAX_T, CELL_PX, COLOUR_MAPS, CSS_DPI, KINDS, MAS
 __all__ = [
     "ANNOTATE_MAX_T", "CELL_PX", "COLOUR_MAPS", "CSS_DPI", "DIAGRAM_PX", "DIAGRAM_TEXT_PX", "DIAGRAM_TITLE_PX",
     "FILL", "HeatmapArtist", "KINDS", "LEGEND", "MASKED", "MODEL_COLORS", "SCALE", "TICK_PX",
-    "attention_heatmap", "contrast_color", "distance_bars", "head_diagram", "loss_curves",
+    "attention_heatmap", "contrast_color", "cost_curves", "distance_bars", "head_diagram", "loss_curves",
     "new_figure", "qkv_flow", "same_vs_different", "saturation_curves", "show_heatmaps", "to_numpy",
     "token_label", "variance_panel",
 ]

@@ -122,7 +122,7 @@ def load(context, built):
     p.add_style_tag(path=str(ROOT / "book" / "_static" / "course.css"))
     p.add_style_tag(content=view.css())
     p.add_script_tag(content=view.page_source())
-    p.wait_for_function("document.querySelectorAll('.attention-explorer[data-paints]').length === 8")
+    p.wait_for_function("document.querySelectorAll('.attention-explorer[data-paints]').length === 9")
     assert errors == []
     return p
 
