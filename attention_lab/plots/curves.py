@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 import numpy as np
 from matplotlib.figure import Figure
+from matplotlib.ticker import NullFormatter
 
 from .heatmaps import TICK_PX, _pt, new_figure
 
@@ -214,6 +215,7 @@ def cost_curves(T_values: Sequence[int], curves: dict) -> Figure:
         ax.plot(T_values, [float(y) for y in ys], "-", marker=marker, color=color, lw=1.6, label=name)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
+    ax.yaxis.set_minor_formatter(NullFormatter())  # the decades only: 2 x 10^4 ... crowd the axis
     ax.set_xticks(T_values, [str(t) for t in T_values])
     ax.set_xlabel("T, characters in the window")
     ax.set_ylabel("multiply-adds per character")
