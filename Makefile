@@ -74,9 +74,9 @@ launch: install
 student: install
 	$(BIN)/python -m course student
 
-# keypress -> painted picture in a real JupyterLab (limit 50 ms) and in the built book (16.7 ms), median and
-# p90 per chapter, with the page weights (course/bench/keypress.py; several minutes; the page half needs
-# `make book`); BASELINE=path/to/other/_build/html prints that build's page weights beside;
+# keypress -> painted picture in a real JupyterLab (limit 25 ms) and in the built book (16.7 ms), median and
+# p90 per chapter (course/bench/keypress.py; several minutes; the page half needs `make book`);
+# BASELINE=path/to/other/_build/html presses that build's pages too, in turn (page weights: bench-pages);
 # CHAPTERS=01,04 and PRESSES=N narrow it
 .PHONY: bench-keypress
 bench-keypress: install

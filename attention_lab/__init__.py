@@ -1,19 +1,9 @@
-"""Helpers for the course "Self-Attention by Hand".
+"""Helpers for the course "Self-Attention by Hand": what is not the lesson, one job a module.
 
-The lesson's own code lives in the notebooks under ``lessons/``; this package holds what is not the
-lesson, one job a module:
-
-- :mod:`attention_lab.plots`: every picture (heatmaps, the explorers' fast frames, diagrams);
-- :mod:`attention_lab.explorers`: the widgets beside the pictures, and each chapter's maths behind them
-  (one module per chapter's explorer);
-- :mod:`attention_lab.checks`: the exercise checks, which name the mistake they find;
-- :mod:`attention_lab.diagnose`: a report card for one head in any style (chapter 5), itself callable:
-  ``from attention_lab import diagnose; diagnose(head)``;
-- :mod:`attention_lab.text`: the tiny-Shakespeare corpus, shipped inside the package;
-- :mod:`attention_lab.training`: the model and training loop behind chapter 6's trained head;
-- :mod:`attention_lab.reference`: the package's own copy of Fig. 6's head, for checks and explorers.
-
-Importing it has no side effects: nothing is seeded, drawn, displayed or configured.
+:mod:`~attention_lab.plots` (every picture), :mod:`~attention_lab.explorers` (the explorers and each
+chapter's maths behind them), :mod:`~attention_lab.checks` (the exercise checks), :mod:`~attention_lab.diagnose`
+(a report card for one head, chapter 5), :mod:`~attention_lab.text` (the corpus), :mod:`~attention_lab.training`
+(chapter 6's models), :mod:`~attention_lab.reference` (Fig. 6's head). Importing it has no side effects.
 """
 
 # the one place the course's version is written: pyproject.toml, the bootstrap cells and every launch link

@@ -1,23 +1,13 @@
 """Grade one submission on Gradescope with the judge, as ``course/grade.py`` grades a batch.
 
-The graded edition's autograder zip (``course/graded_edition.py``) carries this package and runs this as
-root in the grading container, one container per submission:
+    python -m attention_lab.gradescope [/autograder]    # run_otter.py of the graded edition's zip, as root
 
-    python -m attention_lab.gradescope [/autograder]
-
-1. The judge (:mod:`attention_lab.judge`) runs as root, in its own process under its memory limit, with
-   the zip's ``grading_spec.json`` (the questions, the seed, the time limit, the release), which it
-   first makes readable by root only.
-2. It starts the notebook (:mod:`attention_lab.observe`) as the unprivileged user ``nobody``, with no
-   capabilities, in a new session, limited in address space, file size and time, and killed with the
-   judge. It can write only its own empty folder and ``/tmp``, not the package, the spec, the judge's
-   files or the results; it only answers the judge's calls of its code over a socket.
-3. ``results/results.json`` gets one test per graded exercise, named "Exercise N.k", with its point and
-   its check's message. A v0.2.0 handout (no release mark) is graded by v0.2.0's rules when the zip
-   carries them (``releases/v0.2.0/``), and says so; a notebook of another release is refused in one
-   line that names both releases.
-
-The container is the sandbox here (Gradescope starts a fresh one for each submission and removes it after).
+The judge (:mod:`attention_lab.judge`) runs as root with the zip's ``grading_spec.json``, made readable
+by root only; the notebook (:mod:`attention_lab.observe`) runs as ``nobody``, with no capabilities and
+limits on memory, file size and time, and can write only its own folder and ``/tmp``. ``results/results.json``
+gets one test per graded exercise, "Exercise N.k", with its point and its check's message. A v0.2.0 handout
+is graded by the v0.2.0 rules the zip carries; another release's notebook is refused in one line. The
+container, fresh for each submission, is the sandbox.
 """
 
 from __future__ import annotations

@@ -1,23 +1,14 @@
 """The judge: grades submitted notebooks with the chapter's checks, run in its own process.
 
-Started by ``course/grade.py`` (``make grade``) and by ``attention_lab/gradescope.py``, one process per
-batch (or per few submissions, when one crashes it), under its own limits (memory, the size of what it
-reads, a time limit per submission):
-
     python judge.py CONFIG.json     # then one JSON line per submission on stdin, one result line out
 
-For each submission it reads the notebook (:func:`validate`: nothing of it runs here), starts the
-sandboxed process (:mod:`attention_lab.observe`, by the command the config gives: bubblewrap, or
-``nobody`` on Gradescope) and sends it the notebook's code cells, which it runs. After the cell that
-calls an exercise's check (or at the end) the judge calls that check here, strict, with the batch's
-seed, which never leaves this process: every input is drawn here, and each call the check makes of the
-learner's code goes to the notebook and back (:mod:`attention_lab.remote`, over
-:mod:`attention_lab.wire`, never a pickle). So the notebook can change what its code returns, as any
-code can, but not the inputs, the references, the comparison or the verdict. What it reports of *how*
-its code computed (the torch calls ``checks._Watch`` saw) it could forge, so that is not graded: an
-answer that fails only on how (no cumsum, one call per head) is judged again with every method
-requirement met and gets its point, its feedback still naming the method. The notebook's time counts
-only while the judge waits for it. CONTRIBUTING.md ("Graded editions") has the rest.
+Started by ``course/grade.py`` and ``attention_lab/gradescope.py`` under its own limits. For each submission
+it validates the notebook (nothing of it runs here), starts the sandboxed :mod:`attention_lab.observe`,
+sends it the code cells and, after each exercise's check cell, calls that check here, strict, with the
+batch's seed, which never leaves this process; every call the check makes of the learner's code goes to the
+notebook and back (:mod:`attention_lab.remote`). What the notebook reports of *how* it computed could be
+forged, so an answer failing only on how is judged again with every method requirement met. The notebook's
+time counts only while the judge waits for it. CONTRIBUTING.md ("Graded editions") has the rest.
 """
 
 from __future__ import annotations
@@ -278,7 +269,7 @@ def grade(job: dict, config: dict) -> dict:
         result["reason"] = f"timed out: still running after {limit:.0f} s (an endless loop?)"
     except wire.Closed:
         try:
-            died = f"the notebook's process died ({_status(notebook.process.wait(timeout=5))})"
+            died = f"the notebook's process died ({exit_status(notebook.process.wait(timeout=5))})"
         except subprocess.TimeoutExpired:
             died = "the notebook's process closed its channel to the grader"
         result["reason"] = f"{died} before its answers were recorded; its last line: {notebook.last_line()}"
@@ -292,7 +283,7 @@ def grade(job: dict, config: dict) -> dict:
             "log": "\n".join(log) + "\n--- what the notebook printed ---\n" + notebook.log.text()}
 
 
-def _status(status: int | None) -> str:
+def exit_status(status: int | None) -> str:
     if status is not None and status < 0:
         return f"killed by signal {-status}"
     return f"exit status {status}"

@@ -2,23 +2,12 @@
 
     python observe.py FD    # started by attention_lab/judge.py in the sandbox; FD is its end of a socket
 
-The judge (:mod:`attention_lab.judge`, outside the sandbox) sends the notebook's code cells, and this
-runs them in one IPython shell, in order, as far as the judge asks (an error is noted and the next cell
-runs, as in a kernel). Then it only answers, over the socket (:mod:`attention_lab.wire`):
-
-- ``arguments``: the values of a check cell's arguments (``real_batch_weights, head, x``) in the
-  notebook's namespace: tensors by value, modules by a handle and their state, functions and classes
-  by a handle;
-- ``call``: call one of those (or what a call returned) with the judge's inputs, through the checks'
-  own ``_run`` (every torch call watched), and hand back what it returned or raised, the torch calls
-  it made, and the state of every module and tensor it was given, which it may have changed;
-- ``hook``: while a call runs, the output of a part of a module the judge hooked, sent to the judge,
-  which answers with the output to use (as a check that measures a head's weights does);
-- ``copy``: a copy of a module, for the judge's copy of its stand-in.
-
-It holds no seed, no spec and no verdict. What the notebook does to this process changes what it
-answers, never how the answers are judged: that happens in the judge's process, where the inputs are
-drawn.
+It runs the code cells the judge sends in one IPython shell, in order (an error is noted and the next cell
+runs), then only answers, over the socket (:mod:`attention_lab.wire`): ``arguments`` (a check cell's
+arguments: tensors by value, modules and functions by a handle), ``call`` (one of those called through the
+checks' own ``_run``, with what it returned or raised, the torch calls it made and the state it left),
+``hook`` (a hooked part's output, which the judge answers) and ``copy`` (a module's copy). It holds no seed,
+no spec and no verdict: the judge's process draws the inputs and judges.
 """
 
 from __future__ import annotations
@@ -115,20 +104,8 @@ class Answerer:
             cls = nn.Module
         module = cls.__new__(cls) if isinstance(cls, type) and issubclass(cls, nn.Module) else nn.Module()
         nn.Module.__init__(module)
-        for name, entry in state.get("attrs", {}).items():
-            object.__setattr__(module, name, wire.unsimple(entry))
-        for name, entry in state.get("params", {}).items():
-            module.register_parameter(name, None if entry is None else nn.Parameter(
-                wire.unpack_tensor(entry, tensors).detach(), requires_grad=bool(entry.get("g"))))
-        for name, entry in state.get("buffers", {}).items():
-            module.register_buffer(name, None if entry is None else wire.unpack_tensor(entry, tensors))
-        for name, entry in state.get("tensors", {}).items():
-            object.__setattr__(module, name, wire.unpack_tensor(entry, tensors))
-        for name, child in state.get("children", {}).items():
-            module.add_module(name, None if child is None or depth >= wire.MAX_DEPTH
-                              else self.build(child, tensors, depth + 1))
-        module.training = bool(state.get("training", True))
-        return module
+        return wire.fill_module(module, state, tensors, lambda name, child: None if depth >= wire.MAX_DEPTH
+                                else self.build(child, tensors, depth + 1))
 
     # requests --------------------------------------------------------------------------------------
 

@@ -1,15 +1,10 @@
 """The judge's stand-ins for the notebook's objects, and the ``_run`` that forwards each call to them.
 
-:mod:`attention_lab.judge` runs the graded checks in its own process and gives them, in place of
-``checks._run``, :meth:`Session.run`: every call a check makes of the learner's code goes over the
-channel to :mod:`attention_lab.observe`, in the sandbox, which holds the notebook. What comes back is
-rebuilt here as plain data: tensors; modules as real ``torch.nn`` modules when the notebook's are
-exactly those, else as a stand-in of the learner's class name, derived from the same ``torch.nn`` class,
-holding its parameters, buffers, tensor and plain attributes and children, whose forward is forwarded
-too; functions and classes as stand-ins of their name and signature. Before each call, a stand-in
-whose state the check changed (``head.eval()``, a copy in float64) sends that state along; after it,
-the notebook's modules and the inputs it was given come back as the call left them. Forward hooks a
-check sets on a part of a stand-in run here, on the output the notebook's part computed.
+:meth:`Session.run` replaces ``checks._run`` in the judge: every call a check makes of the learner's code
+goes to :mod:`attention_lab.observe` and what comes back is rebuilt as plain data: tensors; modules as
+real ``torch.nn`` modules, or as stand-ins of the learner's class name holding its state, whose forward,
+hooks and copies are forwarded too; functions and classes as stand-ins of their name and signature. A
+stand-in's state that the check changed travels before each call, and the state the call left comes back.
 """
 
 from __future__ import annotations
@@ -149,21 +144,8 @@ class Session:
         with torch.random.fork_rng(devices=[]):  # nothing is drawn: no __init__ runs
             module = cls.__new__(cls)
             nn.Module.__init__(module)
-        for key, entry in dict(state.get("attrs", {})).items():
-            if not hasattr(module, key):
-                object.__setattr__(module, str(key), wire.unsimple(entry))
-        for key, entry in dict(state.get("params", {})).items():
-            module.register_parameter(str(key), None if entry is None else nn.Parameter(
-                wire.unpack_tensor(entry, tensors).detach(), requires_grad=bool(entry.get("g"))))
-        for key, entry in dict(state.get("buffers", {})).items():
-            module.register_buffer(str(key), None if entry is None else wire.unpack_tensor(entry, tensors))
-        for key, entry in dict(state.get("tensors", {})).items():
-            if not hasattr(module, key):
-                object.__setattr__(module, str(key), wire.unpack_tensor(entry, tensors))
-        for key, child in dict(state.get("children", {})).items():
-            sub = f"{path}.{key}" if path else str(key)
-            module.add_module(str(key), None if child is None else self.build(child, tensors, handle, sub, depth + 1))
-        module.training = bool(state.get("training", True))
+        wire.fill_module(module, state, tensors, lambda key, child: self.build(
+            child, tensors, handle, f"{path}.{key}" if path else key, depth + 1))
         module._remote = (handle, path)
         self.remote[(handle, path)] = module
         return module

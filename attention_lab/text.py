@@ -1,16 +1,8 @@
-"""The tiny-Shakespeare corpus, character by character.
+"""The tiny-Shakespeare corpus, character by character (chapters 5 and 6).
 
-The corpus that lesson one's character-level GPT trains on (1,115,394 characters, 65 distinct,
-public-domain Shakespeare) ships gzipped inside the package (``data/tinyshakespeare.txt.gz``; its
-source is credited in ``data/README.md``), so nothing is downloaded. Nothing is read on import: the
-first call decompresses the text once and keeps it.
-
-Who uses what: chapter 5 takes :func:`corpus`, :func:`vocab`, :func:`batch` and :func:`decode`,
-and its head explorer :func:`vocab` and :func:`encode`; chapter 6 and :mod:`attention_lab.training`
-take :func:`split`, :func:`vocab`, :func:`encode` and :func:`decode`; chapter 6's explorer and checks
-read :func:`validation_lines`. Two helpers keep printing out of the chapters' way: :func:`wrap` fits a
-long message into the book's column (chapters 5 and 6), and :func:`refusal` says why PyTorch refused a
-call (chapter 5).
+The corpus (1,115,394 characters, 65 distinct) ships gzipped inside the package, credited in
+``data/README.md``; the first call decompresses it once. :func:`wrap` and :func:`refusal` keep printing
+out of the chapters' way.
 """
 
 from __future__ import annotations
@@ -55,10 +47,7 @@ NOT_IN_VOCAB = ("the tiny-Shakespeare vocabulary has no {missing}: use only the 
 
 
 def encode(s: str) -> list[int]:
-    """Map each character of ``s`` to its id in :func:`vocab`.
-
-    Raises ValueError naming every character of ``s`` that is not in the vocabulary.
-    """
+    """Map each character of ``s`` to its id in :func:`vocab`; ValueError names every one outside it."""
     stoi = _stoi()
     missing = sorted({ch for ch in s if ch not in stoi})
     if missing:
@@ -79,12 +68,8 @@ def _ids() -> torch.Tensor:
 
 
 def split() -> tuple[torch.Tensor, torch.Tensor]:
-    """Return ``(train, val)``: the ids of the first 90 % of the corpus and of the last 10 %.
-
-    Both are 1-D long tensors (1,003,854 and 111,540 ids), cut at ``int(0.9 * len(corpus()))``.
-    Chapter 6 trains on ``train`` and reports every loss on ``val``, text the model never saw.
-    Each call returns fresh tensors, so changing one in place changes nothing here.
-    """
+    """Return ``(train, val)``: the ids of the first 90 % of the corpus and of the last 10 % (1,003,854
+    and 111,540), which chapter 6 trains on and measures on; new tensors at each call."""
     ids = _ids()
     n = int(TRAIN_FRACTION * len(ids))
     return ids[:n].clone(), ids[n:].clone()
@@ -98,12 +83,8 @@ def validation_lines(block_size: int) -> list[str]:
 
 
 def batch(B: int, T: int, generator: torch.Generator | None = None) -> tuple[torch.Tensor, list[str]]:
-    """Return B windows of T consecutive characters, each starting at a random place in the corpus.
-
-    Returns ``(ids, texts)``: a (B, T) long tensor of ids and the B windows as strings, so a plot can
-    put the characters on its axes. Pass a seeded ``torch.Generator`` for repeatable windows (chapter
-    5 does).
-    """
+    """Return ``(ids, texts)``: B windows of T consecutive characters from random places in the corpus, as
+    a (B, T) tensor of ids and as strings (for a plot's axes); a seeded ``generator`` repeats them (chapter 5)."""
     data = corpus()
     if not 1 <= T <= len(data):
         raise ValueError(f"T must be between 1 and {len(data)} (the corpus's length); got T={T}")

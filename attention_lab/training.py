@@ -1,21 +1,13 @@
 """Chapter 6: one head trained as a next-character model on tiny Shakespeare, and its baselines.
 
-:class:`HeadLM` is lesson one's token and position embeddings, Fig. 6's head
-(:class:`~attention_lab.reference.ReferenceHead`) and a linear layer to the vocabulary;
-:class:`BigramLM` predicts the next character from the current one alone. Two variants of
-:class:`HeadLM` answer what the head is for: ``attention="identity"`` fixes every query's weight on
-its own position (no look-back), ``residual=True`` adds ``x`` to the head's output, as a
-transformer block does. :func:`train` fits either
-one with AdamW on random windows of the training split, :func:`validation_loss` measures it exactly
-on the whole validation split, and :func:`load_trained` reads the weights that ``make train``
-(``course/train.py``) shipped in ``attention_lab/data/``. The chapter writes its own copy of the
-model and the loop for the learner; its class loads the shipped weights because the attribute names
-are the same (``token_table``, ``position_table``, ``head.key/query/value/tril``, ``lm_head``).
+:class:`HeadLM` (embeddings, Fig. 6's head, a linear layer to the vocabulary; ``attention="identity"`` and
+``residual=True`` are its two variants) and :class:`BigramLM`; :func:`train`, :func:`validation_loss` and
+:func:`load_trained`, which reads the weights ``make train`` shipped. The chapter writes its own copy of the
+model; this class loads the shipped weights because the attribute names are the same.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 from collections.abc import Callable
 from importlib import resources
@@ -129,14 +121,8 @@ KINDS = {"head": (HeadLM, {}), "bigram": (BigramLM, {}),
 
 
 def build(kind: str, seed: int) -> nn.Module:
-    """A freshly initialised model: ``"head"`` (:class:`HeadLM`), ``"bigram"`` (:class:`BigramLM`),
-    ``"identity"`` or ``"residual"`` (the two variants of :class:`HeadLM`), or ``"multi"``
-    (chapter 7's :class:`MultiHeadLM`).
-
-    Its initial weights come from ``torch.manual_seed(seed)``, so the three :class:`HeadLM` kinds
-    start from the same numbers; the global random state is restored afterwards, so building a
-    model never disturbs a notebook's own seeding.
-    """
+    """A freshly initialised model of a kind of :data:`KINDS`, from ``torch.manual_seed(seed)`` (the three
+    :class:`HeadLM` kinds start from the same numbers), the notebook's random state left as it was."""
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {', '.join(map(repr, KINDS))}; got {kind!r}")
     cls, options = KINDS[kind]
@@ -148,15 +134,9 @@ def build(kind: str, seed: int) -> nn.Module:
 @torch.no_grad()
 def validation_loss(model: nn.Module, ids: torch.Tensor | None = None, block_size: int = BLOCK_SIZE,
                     windows_per_batch: int = 1024) -> float:
-    """The exact mean cross-entropy, in nats, of ``model`` over the whole of ``ids``.
-
-    ``ids`` (1-D, default: the validation split :func:`attention_lab.text.split` ``()[1]``) is cut
-    into consecutive windows of ``block_size + 1`` characters that overlap by one character (the
-    last window may be shorter). In each window the first ``block_size`` characters are the input,
-    and every character after the first is predicted from the characters before it in its window.
-    So every character of ``ids`` except the very first is predicted exactly once, from 1 to
-    ``block_size`` characters of context, and the result is the mean of ``len(ids) - 1``
-    per-character losses ``-log p(next character)``. The model is put in eval mode.
+    """The exact mean cross-entropy, in nats, of ``model`` over the whole of ``ids`` (default: the
+    validation split): every character but the first predicted once, from the characters before it in
+    consecutive windows of ``block_size``. The model is put in eval mode.
     """
     if ids is None:
         ids = text.split()[1]
@@ -184,19 +164,10 @@ def train(model: nn.Module, steps: int, batch_size: int, lr: float, seed: int,
           data: torch.Tensor | None = None, block_size: int = BLOCK_SIZE, log_every: int = 100,
           val: torch.Tensor | None = None,
           progress: Callable[[int, int, float], None] | None = None) -> dict[str, list]:
-    """Train ``model`` in place for ``steps`` AdamW steps, each on a batch of random windows.
-
-    Each step draws ``batch_size`` windows of ``block_size + 1`` consecutive ids from ``data``
-    (default: the training split), predicts every id of a window after the first from the ids
-    before it, and takes one AdamW step (learning rate ``lr``, PyTorch's default weight decay) on
-    the mean cross-entropy. The windows come from a ``torch.Generator`` seeded with ``seed``, so a
-    run repeats exactly on the same machine; the global random state is not touched.
-
-    Returns the log ``{"step": [...], "train": [...], "val": [...]}``: every ``log_every`` steps,
-    the mean training loss of the steps since the last entry and, if ``val`` ids are given, the
-    exact :func:`validation_loss` on them (otherwise ``"val"`` stays empty). ``progress``, if
-    given, is called after every step as ``progress(step, steps, loss)``: the terminal passes a
-    progress bar, notebooks pass nothing.
+    """Train ``model`` in place for ``steps`` AdamW steps, each on ``batch_size`` random windows of
+    ``data`` (default: the training split) drawn from a generator seeded with ``seed`` (the global random
+    state untouched). Returns the log ``{"step", "train", "val"}``, an entry every ``log_every`` steps
+    ("val" only with ``val`` ids); ``progress(step, steps, loss)``, if given, is called after every step.
     """
     if data is None:
         data = text.split()[0]
@@ -234,20 +205,6 @@ def train(model: nn.Module, steps: int, batch_size: int, lr: float, seed: int,
     return log
 
 
-@contextlib.contextmanager
-def one_thread():
-    """Run the block with one intra-op thread, then restore the count. For many tiny tensor
-    operations (an explorer's picture, a check's loop over lines, a short training run) a second
-    thread only adds waiting, which on a busy 2-core machine costs tens of milliseconds a product
-    (measured); the results are the same on any count."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(n)
-
-
 class Trained(NamedTuple):
     """What :func:`load_trained` returns: five models in eval mode and the training log."""
 
@@ -272,14 +229,8 @@ def _read(directory: Path | None, name: str):
 
 
 def load_trained(directory: str | Path | None = None) -> Trained:
-    """Chapter 6: the shipped trained head model, its untrained start, the bigram, the log, and the
-    identity-attention and residual variants.
-
-    Reads ``head_lm.pt``, ``head_lm_untrained.pt``, ``bigram_lm.pt``, ``identity_lm.pt``,
-    ``residual_lm.pt`` and ``training_log.json`` from ``attention_lab/data/`` (or from
-    ``directory``), as ``course/train.py`` wrote them. Raises FileNotFoundError naming the missing
-    file and ``make train`` if one is not there.
-    """
+    """Chapter 6: the shipped models and log (:class:`Trained`), read from ``attention_lab/data/`` (or
+    ``directory``) as ``course/train.py`` wrote them; FileNotFoundError names a missing file and ``make train``."""
     with _read(directory, LOG_FILE) as f:
         log = json.load(f)
     sizes = log["sizes"]

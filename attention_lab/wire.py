@@ -1,13 +1,9 @@
 """The grader's wire: messages between the judge and the sandboxed notebook, and the values they carry.
 
-Used by :mod:`attention_lab.judge` (outside the sandbox) and :mod:`attention_lab.observe` (inside it);
-CONTRIBUTING.md ("Graded editions") says how grading works. A message is 8 bytes of length, that many
-bytes of JSON, then the raw bytes of the tensors the JSON lists under ``"tensors"`` (dtype and shape),
-in order: never a pickle. The receiver checks every length, dtype and shape against its limits before it
-reads a byte of a payload, so a stride-0 or compressed tensor that would expand beyond them is refused
-for what it would cost, not after. Values travel as the JSON entries of :func:`pack_tensor` and
-:class:`Packer`; modules as their state (:func:`module_state`): type, training flag, parameters,
-buffers, tensor and plain attributes, children.
+A message is 8 bytes of length, that many bytes of JSON, then the raw bytes of the tensors the JSON lists
+under ``"tensors"`` (dtype and shape): never a pickle. Every length, dtype and shape is checked against the
+limits before a byte of a payload is read, so a tensor that would expand beyond them is refused for what it
+would cost. Modules travel as their state (:func:`module_state`).
 """
 
 from __future__ import annotations
@@ -223,6 +219,26 @@ def module_state(module: nn.Module, tensors: list, depth: int = 0) -> dict:
         "attrs": {n: s for n, v in own if not isinstance(v, torch.Tensor) and (s := simple(v)) is not None},
         "children": {n: None if c is None else module_state(c, tensors, depth + 1) for n, c in children},
     }
+
+
+def fill_module(module: nn.Module, state: dict, tensors: list, child) -> nn.Module:
+    """Give ``module``, new and empty, the plain and tensor attributes, parameters, buffers, children
+    (``child(name, state)`` builds each) and training flag of ``state``; an attribute its class has stays."""
+    for key, entry in dict(state.get("attrs", {})).items():
+        if not hasattr(module, key):
+            object.__setattr__(module, str(key), unsimple(entry))
+    for key, entry in dict(state.get("params", {})).items():
+        module.register_parameter(str(key), None if entry is None else nn.Parameter(
+            unpack_tensor(entry, tensors).detach(), requires_grad=bool(entry.get("g"))))
+    for key, entry in dict(state.get("buffers", {})).items():
+        module.register_buffer(str(key), None if entry is None else unpack_tensor(entry, tensors))
+    for key, entry in dict(state.get("tensors", {})).items():
+        if not hasattr(module, key):
+            object.__setattr__(module, str(key), unpack_tensor(entry, tensors))
+    for key, sub in dict(state.get("children", {})).items():
+        module.add_module(str(key), None if sub is None else child(str(key), sub))
+    module.training = bool(state.get("training", True))
+    return module
 
 
 def apply_state(module: nn.Module, state: dict, tensors: list, depth: int = 0) -> None:

@@ -8,7 +8,7 @@ Modules, by job (CONTRIBUTING.md, "Where things live", has the whole table):
   point at; ``plain_markdown``, ``solution_code``: the conversion; ``launch_notebooks``,
   ``student_edition``, ``graded_edition``: the editions learners and graders get;
 - ``grade``, ``sandbox``: grading submissions; ``release``, ``vendor_js``, ``train``, ``colour_maps``,
-  ``sweep_checks``, ``bench``: the rest of a maintainer's work;
+  ``bench``: the rest of a maintainer's work;
 - ``launch_buttons``: a Sphinx extension of the book (its launch buttons); ``cli``: the command line.
 
 Importing the package does nothing; each command imports only what it needs.

@@ -22,9 +22,9 @@ from nbconvert.preprocessors import CoalesceStreamsPreprocessor
 
 from course import launch_notebooks
 from course.layout import chosen_chapters, README, ROOT, BOOK, pages_url, release_ref, repository, shown
-from course.notebook_file import read_notebook
+from course.notebook_file import as_text, read_notebook
+from course.tags import BOOTSTRAP, REMOVE_CELL, tags_of
 
-BOOTSTRAP_TAG = "bootstrap"
 KERNEL_TIMEOUT = 600
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
@@ -92,11 +92,6 @@ def readme_table(paths: list[Path]) -> str:
     return "\n".join(rows)
 
 
-def sync_readme(paths: list[Path], write: bool) -> bool:
-    """Rewrite the README's chapter table; return True if it was out of date."""
-    return sync_markers(README, README_START, README_END, readme_table(paths), write)
-
-
 CLONE_START = "<!-- clone: written by `make sync` from _config.yml; edit there -->"
 CLONE_END = "<!-- /clone -->"
 
@@ -124,12 +119,12 @@ def sync(nb: nbformat.NotebookNode) -> bool:
     """Make the first cell the bootstrap cell; return True if the notebook changed."""
     source = bootstrap_source()
     first = nb.cells[0] if nb.cells else None
-    if first is not None and BOOTSTRAP_TAG in first.get("metadata", {}).get("tags", []):
+    if first is not None and BOOTSTRAP in tags_of(first):
         if first.source == source:
             return False
         first.source = source
         return True
-    cell = nbformat.v4.new_code_cell(source, metadata={"tags": [BOOTSTRAP_TAG, "remove-cell"]})
+    cell = nbformat.v4.new_code_cell(source, metadata={"tags": [BOOTSTRAP, REMOVE_CELL]})
     nb.cells.insert(0, cell)
     return True
 
@@ -183,12 +178,6 @@ def execute(path: Path) -> None:
     path.write_text(as_text(nb), encoding="utf-8")
 
 
-def as_text(nb: nbformat.NotebookNode) -> str:
-    """The notebook's file, as nbformat.write writes it (tests/stored_outputs.py compares with this)."""
-    text = nbformat.writes(nb)
-    return text if text.endswith("\n") else text + "\n"
-
-
 def add_arguments(parser) -> None:
     parser.add_argument("chapters", nargs="*", help="lessons/NN_slug.ipynb files (default: every chapter)")
 
@@ -217,7 +206,8 @@ def run(args) -> int:
     if not args.chapters and args.command in ("sync", "check"):
         write = args.command == "sync"
         how_to_run = BOOK / "how_to_run.md"
-        for name, changed in (("the chapter table in README.md", sync_readme(paths, write)),
+        for name, changed in (("the chapter table in README.md",
+                               sync_markers(README, README_START, README_END, readme_table(paths), write)),
                               ("the clone command in book/how_to_run.md",
                                sync_markers(how_to_run, CLONE_START, CLONE_END, clone_block(), write))):
             if changed and write:

@@ -1,10 +1,8 @@
 """Write attention_lab/data/colour_maps.json: the course's two colour maps as 256 entries each.
 
-The pictures in Python (attention_lab.plots) and in the hosted book's page (book/_static/engine/
-explorers.js, handed the table by book/_ext/page_explorers.py) colour a cell from this one table, so
-a kernel and the page show the same colour for the same number. Run again only to change a map:
-
-    python -m course colour-maps
+The pictures in Python (attention_lab.plots) and the page engine colour a cell from this one table, so a
+kernel and the page show the same colour for the same number. Run again only to change a map:
+``python -m course colour-maps``.
 """
 
 from __future__ import annotations

@@ -3,23 +3,13 @@
     python -m course grade CHAPTER SUBMISSIONS_DIR --out DIR [--seed N] [--timeout S] [--memory GiB] [--jobs N]
     make grade CHAPTER=05_one_head SUBMISSIONS=submissions/ OUT=grades/
 
-CHAPTER is a chapter's name (``05_one_head``) or number (``5``). SUBMISSIONS_DIR holds one notebook per
-student, as ``NAME.ipynb`` or ``NAME/CHAPTER.ipynb`` (the student is NAME, kept as given: see
-course/gradebook.py). It writes ``DIR/gradebook.csv`` (one row per submission: student, submission, the
-points of each graded exercise, total, max, reason, flags, release, seed, time limit, sandbox, feedback
-file), ``DIR/feedback/`` with each exercise's points and its check's own message, and ``DIR/logs/``
-with the end of what each notebook printed.
-
-Each submission runs in a sandbox (course/sandbox.py: bubblewrap, no network, nothing of the machine
-but Python and the rules' package read-only) and only answers the calls of a judge process
-(attention_lab/judge.py), which holds the seed, draws every input and runs the chapter's checks; one
-judge per ``--jobs`` for the whole batch, under its own memory limit, replaced when a submission crashes
-it. Every submission gets its row: one that is malformed, empty, of another chapter, that dies, runs out
-of time or breaks a limit scores 0 with the reason in one line. A notebook of another release is graded
-by that release's rules (course/releases.py). The time limit is the chapter's own (its spec), written
-into every row; the same seed gives the same gradebook; without ``--seed`` a new one is drawn and
-written into every row. Without bubblewrap (macOS, Windows) the command refuses, unless given
-``--unsandboxed``: then the submissions run with your permissions and every row says so.
+CHAPTER is a chapter's name (``05_one_head``) or number (``5``); SUBMISSIONS_DIR holds ``NAME.ipynb`` or
+``NAME/CHAPTER.ipynb`` per student. It writes ``DIR/gradebook.csv`` (a row per submission), ``DIR/feedback/``
+(each exercise's points and its check's message) and ``DIR/logs/`` (the end of what each notebook printed).
+Each submission runs in a sandbox (course/sandbox.py) and only answers the calls of a judge process
+(attention_lab/judge.py), which holds the seed and runs the checks; one that breaks anything scores 0
+with the reason in its row. Without bubblewrap the command refuses unless given ``--unsandboxed``.
+CONTRIBUTING.md ("Graded editions and the copy without solutions") has the rest.
 """
 
 from __future__ import annotations
@@ -160,12 +150,9 @@ class Judges:
             reason = f"the judge took more than {self.allowed:.0f} s over this submission"
         else:
             last = (errors.text().strip().splitlines() or ["no output"])[-1]
-            reason = f"the judge stopped while judging this submission ({_status(process.wait())}: {last[:160]})"
+            reason = (f"the judge stopped while judging this submission ({judge.exit_status(process.wait())}: "
+                      f"{last[:160]})")
         return {"n": job["n"], "verdicts": {}, "flags": [], "reason": reason}, False
-
-
-def _status(code: int) -> str:
-    return f"killed by signal {-code}" if code < 0 else f"exit status {code}"
 
 
 def _stop(process, wait: float = 0) -> None:

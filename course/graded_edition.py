@@ -1,43 +1,14 @@
 """Write the graded editions: every chapter as an otter-grader assignment, autograder included.
 
-    python -m course graded                       # every lessons/NN_slug.ipynb into graded/
-    python -m course graded --out DIR [--no-run-tests] [lessons/NN_slug.ipynb ...]
+    python -m course graded [--out DIR] [--no-run-tests] [lessons/NN_slug.ipynb ...]
 
-For each chapter it writes, under ``graded/NN_slug/``:
-
-- ``student/NN_slug.ipynb``: the notebook to hand out. It is the student edition (course/student_edition.py,
-  through the launch notebooks' plain-Markdown conversion, course/launch_notebooks.py), so it reads
-  exactly like it, plus a short note saying which exercises are graded and what to submit. It needs no
-  grading tool to run: learners work in it as in any student edition, on Colab, Binder or their own
-  machine, and each exercise's check cell answers them as it always does.
-- ``autograder/NN_slug-autograder.zip``: the autograder, to upload to Gradescope ("Programming
-  Assignment", "Zip file upload"). To grade on your own machine, use ``course/grade.py`` (``make grade``),
-  which sandboxes each submission; ``otter run -a ZIP`` still works but runs the scoring inside the
-  submission's own kernel, where the submission can change it.
-- ``autograder/NN_slug.ipynb``: the same notebook with the worked solutions in its answer cells (what
-  otter grades to prove the autograder gives full marks), and otter's own files beside it.
-
-Each coding exercise (a stub that raises NotImplementedError, a cell calling a check from
-``attention_lab.checks``, and its solution) becomes one graded question named "Exercise N.k", worth one
-point. Its test calls the same check, with the same arguments, on ``checks.fresh()`` (a copy of the
-package read again from its files, so a learner's ``checks.check_head = ...`` in the notebook changes
-nothing) and with
-``strict=True`` (a stub or a wrong answer raises ``CheckFailed``); ``otter run`` runs those tests in the
-submission's own kernel. The zip's ``run_otter.py``, what Gradescope runs, grades with the judge instead
-(:func:`use_judge`, ``attention_lab/gradescope.py``): the same checks, their scores computed in a process
-where the submission's code never ran, from ``grading_spec.json`` (the exercises, their checks and a seed
-drawn when the zip is written). ``course/grade.py`` grades a folder of submissions the same way, in a
-sandbox. The feedback of a failed exercise is the check's own message, which names the mistake.
-Discussion exercises (no stub) are not graded: the note in the student notebook lists them.
-
-How the chapter becomes an otter "master notebook" (otter's v1 format, raw cells that open and close
-blocks): an ``# ASSIGNMENT CONFIG`` cell first; then, per coding exercise, ``# BEGIN QUESTION`` before the
-stub, the stub cell with the lesson's solution appended between ``# BEGIN SOLUTION NO PROMPT`` and
-``# END SOLUTION`` (otter removes those lines from the student notebook and keeps the stub), the check
-cell, the test in a ``# BEGIN TESTS`` block, and ``# END QUESTION``. Otter adds no cell of its own to the
-student notebook (``init_cell``, ``export_cell`` and every ``check_cell`` are off): the test runs at
-grading time only. A chapter that breaks the exercise pattern, or holds text that otter would read as
-its own markup, stops the command with the chapter and the cell named, and nothing is written for it.
+Under ``graded/NN_slug/``: ``student/NN_slug.ipynb`` (the student edition with a note on what is graded),
+``autograder/NN_slug-autograder.zip`` (for Gradescope; its ``run_otter.py`` grades with the judge,
+:func:`use_judge`) and ``autograder/NN_slug.ipynb`` (the solutions otter grades to prove the autograder).
+Each coding exercise is a question "Exercise N.k" worth one point whose test calls the exercise's checks on
+``checks.fresh()`` with ``strict=True``. The chapter becomes an otter v1 master notebook
+(:func:`master_notebook`): raw cells open and close each question, its solution and its tests.
+CONTRIBUTING.md ("Graded editions and the copy without solutions") has the rest.
 """
 
 from __future__ import annotations
@@ -114,7 +85,6 @@ class Edition:
     stem: str
     student: Path
     autograder_zip: Path
-    solutions: Path
     questions: list[str] = field(default_factory=list)  # "Exercise 3.1", ...
     discussions: list[str] = field(default_factory=list)  # exercises with no code to grade
 
@@ -406,8 +376,7 @@ def assign(master, stem: str, out: Path, run_tests: bool = True) -> Edition:
         if target.exists():
             shutil.rmtree(target)
         shutil.copytree(result, target)
-    return Edition(stem, target / "student" / f"{stem}.ipynb", target / "autograder" / f"{stem}-autograder.zip",
-                   target / "autograder" / f"{stem}.ipynb")
+    return Edition(stem, target / "student" / f"{stem}.ipynb", target / "autograder" / f"{stem}-autograder.zip")
 
 
 def build(paths: list[Path], out: Path = OUT, *, run_tests: bool = True, book=None, log=print) -> list[Edition]:

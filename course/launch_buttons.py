@@ -1,25 +1,11 @@
 """Launch buttons that open the launch notebooks, and a table of every chapter's launch links.
 
-sphinx-book-theme builds a page's rocket menu (Binder, Colab) from the page's own source,
-``lessons/NN_slug.ipynb`` on the branch in _config.yml. That notebook is MyST, which Colab and a plain
-JupyterLab show as raw text. Learners open ``notebooks/NN_slug.ipynb`` instead: the same chapter in plain
-Markdown (course/launch_notebooks.py), at the release tag. This extension rewrites the theme's Binder and
-Colab buttons on every chapter page, after the theme made them, with the addresses of
-``launch_links`` in course/chapters.py, the function the README's chapter table is written from, so the
-buttons, the README and the ``{launch-links}`` table below can never disagree.
-
-The download menu's ``.ipynb`` serves the launch notebook too: the theme links it to the page's copied
-source, ``_sources/lessons/NN_slug.ipynb`` (``pagename`` + ``page_source_suffix``), the MyST chapter with
-its solutions open; at the end of the build :func:`serve_launch_notebooks` writes
-``notebooks/NN_slug.ipynb`` over that copy. A build without solutions (book/_ext/hide_solutions.py) copies
-no sources and has no download button, so there is nothing to replace.
-
-It lives in the course's tools, not in book/_ext, because it is their view of the launch notebooks; its
-entry in _config.yml (``course.launch_buttons: .``) is also what puts the repository's root on the build's
-path, so the extensions in book/_ext can import ``course`` too.
-
-``{launch-links}`` (a directive with no argument) writes a table with a row per chapter: the chapter, its
-Binder link and its Colab link. The instructors' page uses it.
+sphinx-book-theme makes a chapter's Binder and Colab buttons from its MyST source; this extension points
+them at ``notebooks/NN_slug.ipynb`` at the release tag, with the addresses of ``launch_links`` in
+course/chapters.py (which the README's table and ``{launch-links}``, the instructors' page's table, use
+too), and writes the launch notebook over the page's copied source, which the download menu serves. Its
+entry in _config.yml (``course.launch_buttons: .``) also puts the repository's root on the build's path,
+so the extensions in book/_ext can import ``course``.
 """
 
 from __future__ import annotations

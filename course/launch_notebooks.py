@@ -3,36 +3,10 @@
     python -m course launch            # write notebooks/NN_slug.ipynb and the student editions
     python -m course launch --check    # exit 1 if notebooks/ is not what lessons/ gives
 
-The chapters in `lessons/` are written in MyST for the book: roles, directives, label lines. Colab, VS
-Code and a plain JupyterLab show MyST as literal text, so the notebooks a learner opens (Colab, Binder,
-the README's table, `jupyter lab notebooks/`) are generated from the chapters and never edited by hand:
-
-- a `(label)=` line becomes an invisible anchor, `<a id="label"></a>`;
-- ``{ref}`` becomes a link: to that anchor when the target is in the same chapter, else to the hosted
-  book's page and anchor; ``{doc}`` links the hosted page; ``{term}`` is the word, linked to its entry in
-  the hosted glossary; ``{cite}`` is "[N]" linked to the hosted bibliography, N counting the entries of
-  book/references.bib in file order, as the book numbers them;
-- an exercise becomes a heading "Exercise N.k" (N from the file name, k counting the chapter's exercises,
-  the rule of book/_ext/exercise_numbers.py) over its label's anchor; its stub, hidden in the book,
-  shows where the learner writes, and the exercise's check follows it;
-- a solution stays folded until asked for: a code cell becomes a Colab form cell (first line
-  `#@title Solution to Exercise N.k`, metadata `cellView: form`) with `jupyter.source_hidden`, so "Run
-  all" still runs it and later cells work; it moves after the exercise's check, so the check grades
-  the learner's answer and not the solution. Text answers go inside `<details>`, and so does a code cell
-  that only demonstrates (it defines nothing and changes nothing a later cell reads), with the output
-  the book shows: run, it would print its answer under its folded title (:func:`demonstrations`). A
-  form cell prints nothing (Colab shows a form's outputs, JupyterLab a folded cell's): the statements
-  of a solution that print or display go inside `<details>` too, with the output the book shows, and
-  the form keeps the rest, all that later cells need (:func:`split_solution`);
-- the bootstrap cell stays (Colab needs it), folded under a title that says what it does;
-- outputs, execution counts and widget state are dropped: the learner runs the notebook, and the
-  stored outputs live in lessons/ and the hosted book. (JupyterLab 4 shows a stored explorer, before its
-  cell runs, as its text repr, `AverageExplorer(children=(Stack(...`; and stored outputs would make every
-  `make outputs` rewrite notebooks/.)
-
-Every construct the conversion does not know stops it, naming the notebook, the cell and the construct,
-and a notebook is never written while raw MyST remains in it (:func:`raw_myst`). Student editions
-(course/student_edition.py) go through the same conversion after their solutions are removed.
+What the conversion does to labels, roles, exercises, solutions, the bootstrap cell and the outputs is
+listed in CONTRIBUTING.md ("Launch notebooks and student editions"). A construct it does not know stops
+it, naming the notebook, the cell and the construct, and no notebook is written while raw MyST remains in
+it (:func:`raw_myst`).
 """
 
 from __future__ import annotations
@@ -46,7 +20,7 @@ from course.book_index import Book, LaunchError, load_book
 from course.layout import LAUNCH, chapters, shown
 from course.lesson import read_lesson
 from course.myst import HEADING, Block, raw_myst_in_notebook
-from course.notebook_file import read_notebook
+from course.notebook_file import as_text, read_notebook
 from course.plain_markdown import Converter, _tidy, details, fenced
 from course.solution_code import _text_outputs, demonstrations, split_solution
 from course.tags import BOOK_TAGS, BOOTSTRAP, CHECK_CALL, HIDE_CELL, HIDE_INPUT, HIDE_OUTPUT, REMOVE_CELL, \
@@ -263,44 +237,37 @@ def launch_notebook(path: Path, book: Book | None = None):
     return plain_notebook(nb, path.stem, book or load_book(), name=shown(path))
 
 
-
-def text_of(nb) -> str:
-    return nbformat.writes(nb) + "\n"
-
-
 # ---------------------------------------------------------------------------------------------------
 # notebooks/ as a whole
 
 def launch_files(book: Book | None = None) -> dict[Path, str]:
     """What notebooks/ should hold: each chapter's launch notebook, as the text to write."""
     book = book or load_book()
-    return {LAUNCH / path.name: text_of(launch_notebook(path, book)) for path in chapters()}
+    return {LAUNCH / path.name: as_text(launch_notebook(path, book)) for path in chapters()}
+
+
+def _differences(wanted: dict[Path, str]) -> tuple[list[Path], list[Path]]:
+    """The files of ``wanted`` that are missing or differ, and the notebooks in notebooks/ it does not name."""
+    changed = [path for path, text in wanted.items()
+               if not path.is_file() or path.read_text(encoding="utf-8") != text]
+    return changed, [path for path in sorted(LAUNCH.glob("*.ipynb")) if path not in wanted]
 
 
 def stale(book: Book | None = None) -> list[str]:
     """The files in notebooks/ that differ from what the chapters give, are missing or have no chapter."""
-    wanted = launch_files(book)
-    found = []
-    for path, text in wanted.items():
-        if not path.is_file() or path.read_text(encoding="utf-8") != text:
-            found.append(shown(path))
-    for path in sorted(LAUNCH.glob("*.ipynb")):
-        if path not in wanted:
-            found.append(f"{shown(path)} (no chapter in lessons/ has this name)")
-    return found
+    changed, orphans = _differences(launch_files(book))
+    return [shown(path) for path in changed] + [f"{shown(path)} (no chapter in lessons/ has this name)"
+                                               for path in orphans]
 
 
 def write(book: Book | None = None) -> list[Path]:
     """Write notebooks/ from lessons/; remove launch notebooks whose chapter is gone. Return changed files."""
     wanted = launch_files(book)
+    changed, orphans = _differences(wanted)
     LAUNCH.mkdir(exist_ok=True)
-    changed = []
-    for path, text in wanted.items():
-        if not path.is_file() or path.read_text(encoding="utf-8") != text:
-            path.write_text(text, encoding="utf-8")
-            changed.append(path)
-    for path in sorted(LAUNCH.glob("*.ipynb")):
-        if path not in wanted:
-            path.unlink()
-            changed.append(path)
-    return changed
+    for path in changed:
+        path.write_text(wanted[path], encoding="utf-8")
+    for path in orphans:
+        path.unlink()
+    return changed + orphans
+

@@ -1,17 +1,8 @@
 """A chapter read once, into records: its cells with their MyST blocks, its labels, its exercises.
 
-The editions learners and graders get are projections of this one reading: the launch notebooks
-(course.launch_notebooks) take each markdown cell's blocks from it, the student editions
-(course.student_edition) check the exercise pattern on its directives, and the graded editions
-(course.graded_edition) take each exercise's stub, solution and check from it, by cell, instead of
-reading them back out of a converted notebook.
-
-The exercise pattern (CONTRIBUTING.md, "Exercises"): a markdown cell opening ``{exercise-start}`` (or a
-whole ``{exercise}``) with a ``:label:``; a code cell tagged ``exercise-stub`` (and ``remove-cell``) that
-raises NotImplementedError; ``{solution-start} label`` ... ``{solution-end}`` cells around code cells
-tagged ``solution``; then a code cell that calls a check of attention_lab.checks. An exercise without a
-stub is a discussion. Exercises are numbered N.k, N the chapter's number and k counting the chapter's
-exercises without ``:nonumber:``, as book/_ext/exercise_numbers.py numbers them in the book.
+The launch notebooks, the student editions and the graded editions all read a chapter here. An exercise
+follows the pattern of CONTRIBUTING.md ("Exercises"), numbered N.k as book/_ext/exercise_numbers.py
+numbers it in the book; one without a stub is a discussion.
 """
 
 from __future__ import annotations

@@ -55,13 +55,9 @@ def markdown_parser():
 
 
 @functools.lru_cache(maxsize=2048)
-def _parsed(source: str) -> tuple:
-    return tuple(markdown_parser().parse(source))
-
-
 def tokens(source: str) -> tuple:
     """The markdown-it tokens of a text (read once per text: the conversion asks several times)."""
-    return _parsed(source)
+    return tuple(markdown_parser().parse(source))
 
 
 def _directive(token, lines: list[str]) -> Directive | None:

@@ -54,3 +54,9 @@ def read_notebook(path: Path) -> nbformat.NotebookNode:
     except (OSError, UnicodeDecodeError) as exc:
         raise NotebookError(f"{shown(Path(path))}: cannot be read ({exc.__class__.__name__}: {exc})") from None
     return parse_notebook(text, shown(Path(path)))
+
+
+def as_text(nb: nbformat.NotebookNode) -> str:
+    """The notebook's file, as nbformat.write writes it (tests/stored_outputs.py compares with this)."""
+    text = nbformat.writes(nb)
+    return text if text.endswith("\n") else text + "\n"

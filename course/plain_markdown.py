@@ -18,14 +18,9 @@ GENERATOR = "course/plain_markdown.py"  # where a new role or directive gets its
 # ---------------------------------------------------------------------------------------------------
 # the conversion of one chapter's markdown
 
-ADMONITIONS = {
-    "note": "Note", "tip": "Tip", "hint": "Hint", "important": "Important", "warning": "Warning",
-    "caution": "Caution", "attention": "Attention", "danger": "Danger", "error": "Error",
-    "seealso": "See also", "admonition": None, "dropdown": None, "margin": None, "sidebar": None,
-    "topic": None, "epigraph": "", "pull-quote": "", "highlights": "",
-}
-LITERAL_ROLES = {"code", "samp", "literal", "file", "command", "program", "envvar", "mimetype", "regexp",
-                 "makevar", "option", "kbd"}
+# the constructs the chapters and tests/fixtures/99_every_myst_construct.ipynb use; a new one is added
+# here with its example in the fixture (CONTRIBUTING.md, "Launch notebooks and student editions")
+ADMONITIONS = {"note": "Note", "warning": "Warning", "admonition": None}
 
 
 class Converter:
@@ -95,7 +90,7 @@ class Converter:
             if term.lower() not in self.book.terms:
                 self.fail(f"{{term}}`{content}`: `{term}` is not defined in book/glossary.md")
             return f"[{link_text(title or term)}]({self.book.page('book/glossary')}#{self.book.terms[term.lower()]})"
-        if name in ("cite", "cite:p", "cite:ps", "cite:t", "cite:ts", "cite:alp"):
+        if name in ("cite", "cite:t"):
             keys = [k.strip() for k in content.split(",") if k.strip()]
             links = []
             for key in keys:
@@ -104,7 +99,7 @@ class Converter:
                 links.append(f"[{self.book.bib.index(key) + 1}]"
                              f"({self.book.page('book/bibliography')}#{cite_id(key)})")
             numbers = r"\[" + ", ".join(links) + r"\]"
-            if name in ("cite:t", "cite:ts"):
+            if name == "cite:t":
                 names = [self.book.authors.get(k, k) for k in keys]
                 return " and ".join(names) + " " + numbers
             return numbers
@@ -114,21 +109,13 @@ class Converter:
             return f"<{name}>{content}</{name}>"
         if name == "abbr":
             return re.sub(r"\s*\(.*\)$", "", content)
-        if name in LITERAL_ROLES:
-            return f"<kbd>{content}</kbd>" if name == "kbd" else code_span(content)
-        if name in ("guilabel", "menuselection"):
-            return "**" + content.replace("&", "").replace("-->", "▸") + "**"
-        if name in ("strong", "emphasis"):
-            return f"**{content}**" if name == "strong" else f"*{content}*"
-        if name == "dfn":
-            return f"*{content}*"
+        if name == "kbd":
+            return f"<kbd>{content}</kbd>"
+        if name == "code":
+            return code_span(content)
         if re.fullmatch(r"(py:)?(func|meth|class|mod|attr|obj|data|exc|const)", name):
             shown = content.split(".")[-1] if content.startswith("~") else content
             return code_span(shown.lstrip("~") + ("()" if name.endswith(("func", "meth")) else ""))
-        if name == "download":
-            title, path = split_title(content)
-            file = posixpath.normpath(posixpath.join(posixpath.dirname(self.docname), path))
-            return f"[{link_text(title or posixpath.basename(path))}]({self.book.raw_base}/{file})"
         self.fail(f"the MyST role {{{name}}} has no plain-Markdown form in {GENERATOR} (Converter.role); "
                   "add one there and to tests/fixtures/, or write plain Markdown")
 
@@ -216,22 +203,21 @@ class Converter:
         if d.name in ADMONITIONS:
             title = self.inline(d.arg) if d.arg else ADMONITIONS[d.name]
             anchor = self.anchor(d.options["name"]) if d.options.get("name") else []
-            if d.name == "dropdown" or "dropdown" in d.options.get("class", "").split():
+            if "dropdown" in d.options.get("class", "").split():
                 return anchor + details(title or "More", body())
-            if d.name in ("admonition", "margin", "sidebar", "topic") and not title:
+            if not title:
                 self.fail(f"`{{{d.name}}}` without a title")
-            return anchor + quote(([f"**{title}**", ""] if title else []) + body())
-        if d.name in ("figure", "image"):
+            return anchor + quote([f"**{title}**", "", *body()])
+        if d.name == "figure":
             src = d.arg if re.match(r"https?://", d.arg) else \
                 f"{self.book.raw_base}/{posixpath.normpath(posixpath.join('lessons', d.arg))}"
             alt = d.options.get("alt", "")
             anchor = anchor_tag(d.options["name"]) if d.options.get("name") else ""
-            out = [f"{anchor}![{link_text(alt)}]({src})", ""]
-            return out + (body() + [""] if d.name == "figure" else [])
+            return [f"{anchor}![{link_text(alt)}]({src})", "", *body(), ""]
         if d.name == "math":
             out = self.anchor(d.options["label"]) if d.options.get("label") else []
             return out + ["$$", *d.body, "$$", ""]
-        if d.name in ("code-block", "code", "sourcecode"):
+        if d.name == "code-block":
             return ["```" + d.arg, *d.body, "```"]
         self.fail(f"the MyST directive {{{d.name}}} has no plain-Markdown form in {GENERATOR} "
                   "(Converter.directive); add one there and to tests/fixtures/, or write plain Markdown")

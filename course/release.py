@@ -3,12 +3,9 @@
     python -m course release 0.2.0          # or: make release VERSION=0.2.0
     python -m course release 0.2.0 --tag    # also commit and create the annotated tag v0.2.0
 
-It sets the version where it is written once, ``attention_lab.__version__`` (pyproject.toml reads it
-from there), turns the changelog's
-"Unreleased" section into the entry `## [0.2.0] - <today>`, then runs `python -m course sync`, which
-points every bootstrap cell, the README's launch links and the launch notebooks at the tag `v0.2.0`
-(`course.layout.release_ref()`). Without --tag it prints the git commands that commit and tag; with --tag it
-runs them itself (on a clean working tree only). Pushing stays yours: the tag publishes the book.
+It sets ``attention_lab.__version__`` (pyproject.toml reads it), dates the changelog's "Unreleased"
+section, then runs `python -m course sync`, which points bootstrap cells and launch links at the tag.
+Without --tag it prints the git commands; with --tag it runs them (on a clean tree only). Pushing stays yours.
 """
 
 from __future__ import annotations

@@ -2,29 +2,11 @@
 
     python -m course student [--out student] [lessons/NN_slug.ipynb ...]
 
-For each `lessons/NN_slug.ipynb` it writes `<out>/NN_slug.ipynb` and `<out>/NN_slug.zip` (holding
-that notebook; the bootstrap cell installs the helper package, so nothing else is needed). In the
-student notebook:
-
-- cells tagged `solution` are removed (a markdown cell tagged `solution` may hold the markers and
-  the answer's prose), with the untagged markdown cells that hold only their `{solution-start}` /
-  `{solution-end}` markers (so the book markup stays valid) and any prose between them; a markdown
-  cell that is only a plain `{solution}` directive is removed too;
-- cells tagged `exercise-stub` lose their `remove-cell` tag, so they show;
-- outputs and execution counts are cleared and the widget state is dropped;
-- everything else is unchanged.
-
-The files it writes then go through the launch notebooks' conversion (course/launch_notebooks.py), so a
-student edition reads like the launch notebook a learner opens in Colab, Binder or JupyterLab: plain
-Markdown, no raw MyST, exercises headed "Exercise N.k", each stub followed by its check.
-`make launch` writes both.
-
-The exercise pattern is the five cells of CONTRIBUTING.md ("Exercises"). A notebook that breaks it
-stops the command with a message naming the notebook and the cell, and nothing is written: a
-solution that defines a function or class with no `exercise-stub` before it in the same exercise
-(a solution cell that only demonstrates, defining nothing, needs no stub), a stub and its solution
-that define different names, a stub without `remove-cell` or without NotImplementedError, markers
-that don't pair up or name another exercise, a code cell inside a solution not tagged `solution`.
+For each `lessons/NN_slug.ipynb`, `<out>/NN_slug.ipynb` and a zip holding it: cells tagged `solution` go,
+with the markdown cells that hold only their `{solution-start}` / `{solution-end}` markers and the prose
+between them; stubs lose `remove-cell`; outputs and widget state are cleared. Then the launch notebooks'
+conversion (course/launch_notebooks.py) makes it plain Markdown. A notebook that breaks the exercise
+pattern (CONTRIBUTING.md, "Exercises") stops the command, naming the notebook and the cell.
 """
 
 from __future__ import annotations
@@ -44,14 +26,10 @@ from course.lesson import Cell, read_lesson
 from course.myst import directives
 from course.notebook_file import read_notebook
 from course.tags import REMOVE_CELL as REMOVE
-from course.tags import SOLUTION, STUB
+from course.tags import SOLUTION, STUB, tags_of
 
 class StudentEditionError(ValueError):
     """A chapter does not follow the exercise pattern; the message names the notebook and the cell."""
-
-
-def _tags(cell) -> list[str]:
-    return list(cell.get("metadata", {}).get("tags", []))
 
 
 def _only_marker(cell: Cell, name: str) -> bool:
@@ -92,7 +70,7 @@ def make_student_notebook(nb: nbformat.NotebookNode, name: str = "notebook") -> 
     open_solution = None  # index of the {solution-start} cell we are inside, if any
 
     for i, cell in enumerate(nb.cells):
-        tags = _tags(cell)
+        tags = tags_of(cell)
         if SOLUTION in tags and STUB in tags:
             errors.append(f"{where(i)} is tagged both `{SOLUTION}` and `{STUB}`; a cell is one or the other")
         if STUB in tags:
@@ -173,7 +151,7 @@ def make_student_notebook(nb: nbformat.NotebookNode, name: str = "notebook") -> 
 
     nb.cells = [cell for i, cell in enumerate(nb.cells) if i not in drop]
     for cell in nb.cells:
-        tags = _tags(cell)
+        tags = tags_of(cell)
         if STUB in tags and REMOVE in tags:
             cell.metadata["tags"] = [t for t in tags if t != REMOVE]
         if cell.cell_type == "code":

@@ -1,23 +1,11 @@
 """Train chapter 6's and chapter 7's models from scratch and ship their weights and log (`make train`).
 
-Five models: the head model (:class:`attention_lab.training.HeadLM`), the bigram baseline, and two
-variants of the head model, one whose attention is fixed to the identity (no look-back) and one
-with a residual connection around the head; and chapter 7's model,
-:class:`attention_lab.training.MultiHeadLM`, four heads of size 16 in place of the one of size 64. Each is built from the same seed and trained on the
-same random windows of the training split, on the CPU, with the batch size, steps and seed below;
-the bigram has a learning rate of its own, the three others share the head model's. Then each
-one's exact validation loss is measured and six files are written into ``attention_lab/data/``
-(or ``--out``):
-
-- ``head_lm.pt``, ``head_lm_untrained.pt`` (its weights before the first step), ``bigram_lm.pt``,
-  ``identity_lm.pt`` and ``residual_lm.pt``: state dicts, loaded by
-  :func:`attention_lab.training.load_trained`; ``multi_head_lm.pt``, loaded by
-  :func:`attention_lab.training.load_multi`;
-- ``training_log.json``: hyperparameters, sizes, the loss curves, the final validation losses,
-  the wall time, the thread count and the torch version.
-
-Run twice on the same kind of machine, it writes the same weights, byte for byte (only the wall
-time in the log changes). A progress bar is drawn on the terminal (stderr).
+The head model (:class:`attention_lab.training.HeadLM`), the bigram baseline, the head model with
+attention fixed to the identity and with a residual connection, and chapter 7's four-head model
+(:class:`attention_lab.training.MultiHeadLM`): each from the same seed, on the same
+random windows, on the CPU. It writes their state dicts (and the head model's before training) and
+``training_log.json`` into ``attention_lab/data/`` (or ``--out``), the same bytes on every run on the
+same kind of machine but for the wall time. CONTRIBUTING.md ("Chapter 6's trained weights") has the rest.
 """
 
 from __future__ import annotations
@@ -156,18 +144,17 @@ def run(args) -> int:
         "threads": args.threads,
         "torch": torch.__version__,
     }
+    states = {training.HEAD_FILE: results["head"][1].state_dict(), training.UNTRAINED_FILE: results["head"][0],
+              training.BIGRAM_FILE: results["bigram"][1].state_dict(),
+              training.IDENTITY_FILE: results["identity"][1].state_dict(),
+              training.RESIDUAL_FILE: results["residual"][1].state_dict(),
+              training.MULTI_FILE: results["multi"][1].state_dict()}
     args.out.mkdir(parents=True, exist_ok=True)
-    torch.save(results["head"][1].state_dict(), args.out / training.HEAD_FILE)
-    torch.save(results["head"][0], args.out / training.UNTRAINED_FILE)
-    torch.save(results["bigram"][1].state_dict(), args.out / training.BIGRAM_FILE)
-    torch.save(results["identity"][1].state_dict(), args.out / training.IDENTITY_FILE)
-    torch.save(results["residual"][1].state_dict(), args.out / training.RESIDUAL_FILE)
-    torch.save(results["multi"][1].state_dict(), args.out / training.MULTI_FILE)
+    for name, state in states.items():
+        torch.save(state, args.out / name)
     (args.out / training.LOG_FILE).write_text(dumps(log), encoding="utf-8")
 
-    size = sum((args.out / name).stat().st_size for name in
-               (training.HEAD_FILE, training.UNTRAINED_FILE, training.BIGRAM_FILE, training.IDENTITY_FILE,
-                training.RESIDUAL_FILE, training.MULTI_FILE, training.LOG_FILE))
+    size = sum((args.out / name).stat().st_size for name in [*states, training.LOG_FILE])
     print(f"validation loss (nats): head {head['val_loss']:.3f}, bigram {bigram['val_loss']:.3f}, "
           f"identity {log['identity']['val_loss']:.3f}, residual {log['residual']['val_loss']:.3f}, "
           f"multi-head {log['multi']['val_loss']:.3f} "

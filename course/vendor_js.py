@@ -3,11 +3,8 @@
     python -m course vendor            # `npm ci` when needed (and npm exists), then copy
     python -m course vendor --clean    # remove book/_static/vendor/ (the book then uses the CDNs)
 
-`make book` runs this before building. The packages and their exact versions come from the committed
-`package.json` and `package-lock.json`; the copies are never committed (book/_static/vendor/ is in
-.gitignore). The Sphinx extension book/_ext/selfhosted_assets.py reads the manifest written here and
-renders the maths with KaTeX at build time, styled by the copied stylesheet and fonts; without it (no
-Node on the machine) the book still builds, leaves the maths to MathJax from a CDN, and says so.
+Versions come from the committed package-lock.json; the copies are never committed. book/_ext/selfhosted_assets.py
+reads the manifest written here; without it (no Node) the book leaves the maths to MathJax from a CDN, and says so.
 """
 
 from __future__ import annotations
@@ -58,19 +55,14 @@ def copy_all() -> dict:
         shutil.rmtree(VENDOR)
     VENDOR.mkdir(parents=True)
     for package, src, dest in COPIES:
-        base = NODE_MODULES / package
-        sources = sorted(base.glob(src)) if "*" in src else [base / src]
-        if not sources or not all(s.exists() for s in sources):
+        source, target = NODE_MODULES / package / src, VENDOR / dest
+        if not source.exists():
             raise SystemExit(f"vendor_js: expected {package}/{src} in node_modules; got nothing. Run `npm ci`.")
-        for s in sources:
-            target = VENDOR / dest
-            if dest.endswith("/"):
-                target = target / s.name
-            target.parent.mkdir(parents=True, exist_ok=True)
-            if s.is_dir():
-                shutil.copytree(s, target)
-            else:
-                shutil.copy2(s, target)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if source.is_dir():
+            shutil.copytree(source, target)
+        else:
+            shutil.copy2(source, target)
     manifest = {
         "katex_css": KATEX_CSS,
         "versions": {p: package_version(p) for p in sorted({c[0] for c in COPIES})},

@@ -67,7 +67,7 @@ def test_chapters_are_picked_by_the_start_of_their_stem():
 
 def run_report(lab, page, **flags):
     args = argparse.Namespace(presses=3, no_lab=False, no_page=False, baseline=None, **flags)
-    return bk.report(["01_x"], {"01_x": lab}, {"01_x": page}, {}, args)
+    return bk.report(["01_x"], {"01_x": lab}, {"01_x": page}, args)
 
 
 def test_the_verdict_fails_on_a_miss_or_a_missing_page_explorer(capsys):
@@ -84,8 +84,8 @@ def test_the_verdict_fails_on_a_miss_or_a_missing_page_explorer(capsys):
 def test_a_page_slower_than_the_baseline_beyond_its_spread_fails(capsys):
     args = argparse.Namespace(presses=3, no_lab=True, no_page=False, baseline="other")
     this, same, faster = bk.Result([9.0, 10.0, 11.0]), bk.Result([9.5, 10.0, 11.5]), bk.Result([4.0, 5.0, 6.0])
-    assert bk.report(["01_x"], {}, {"01_x": this}, {}, args, baseline={"01_x": same}) == 0
+    assert bk.report(["01_x"], {}, {"01_x": this}, args, baseline={"01_x": same}) == 0
     assert "SLOWER" not in capsys.readouterr().out
     # median 10 ms against a baseline's median 5 and p90 6: slower, though within the limit
-    assert bk.report(["01_x"], {}, {"01_x": this}, {}, args, baseline={"01_x": faster}) == 1
+    assert bk.report(["01_x"], {}, {"01_x": this}, args, baseline={"01_x": faster}) == 1
     assert "SLOWER" in capsys.readouterr().out

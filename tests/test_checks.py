@@ -103,6 +103,16 @@ def one_way():
     return layers(RIGHT_Q, RIGHT_K)
 
 
+def one_way_in_place(write):
+    """The exercise's layers, their weights written by ``write(weight, rows)`` outside torch.no_grad()."""
+    def build():
+        query, key = nn.Linear(2, 2, bias=False), nn.Linear(2, 2, bias=False)
+        write(query.weight, torch.tensor(RIGHT_Q))
+        write(key.weight, torch.tensor(RIGHT_K))
+        return query, key
+    return build
+
+
 def one_way_parameters():
     """The same layers, their weights set as new Parameters."""
     query, key = nn.Linear(2, 3, bias=False), nn.Linear(2, 3, bias=False)
@@ -123,6 +133,10 @@ def unit_scale(q, k):
 def softmax_safe(z):
     e = (z - z.max(dim=-1, keepdim=True).values).exp()
     return e / e.sum(dim=-1, keepdim=True)
+
+
+def row_max(z):
+    return z.max(dim=-1, keepdim=True).values
 
 
 def softmax_hand(shift, total):
@@ -435,6 +449,28 @@ def multihead(order=None, stack_dim=1, merge=None, per_head=False, flat=False, *
         if merge is not None:
             return merge(out)
         return out.transpose(1, 2).reshape(B, T, -1)
+
+    return fn
+
+
+def real_sdpa(values, causal=True, **sdpa):
+    """The real-batch answer from one call of F.scaled_dot_product_attention, with ``values(q, k)`` as v."""
+
+    def real_batch_weights():
+        q, k = REAL_HEAD.query(REAL_X), REAL_HEAD.key(REAL_X)
+        return F.scaled_dot_product_attention(q, k, values(q, k), is_causal=causal, **sdpa)
+
+    return real_batch_weights
+
+
+def multihead_wide(four_d):
+    """One head over the heads' q, k, v concatenated, (B, T, n * hs): every score sums every head's product."""
+
+    def fn(heads, x):
+        q, k, v = (torch.cat([getattr(h, n)(x) for h in heads], -1) for n in ("query", "key", "value"))
+        if four_d:
+            return F.scaled_dot_product_attention(q[:, None], k[:, None], v[:, None], is_causal=True)[:, 0]
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True)
 
     return fn
 
@@ -756,7 +792,6 @@ CORRECT = [
     ("unit-scale", checks.check_unit_scale, (unit_scale,)),
     ("unit-scale-measured", checks.check_unit_scale, (lambda q, k: 1 / (q @ k.mT).std(),)),
     ("softmax-hand", checks.check_softmax, (softmax_safe,)),
-    ("softmax-torch", checks.check_softmax, (lambda z: F.softmax(z, dim=-1),)),
     ("head-weights-inf", checks.check_head, (head_attending(weights_ref),)),
     ("head-weights-1e9", checks.check_head, (head_attending(lambda s: weights_ref(s, fill=-1e9)),)),
     ("head-weights-finfo-where", checks.check_head, (head_attending(lambda s: weights_ref(s, fill=torch.finfo(s.dtype).min, where=True)),)),
@@ -972,6 +1007,15 @@ WRONG = [
     ("no-keepdim-last", checks.check_cumsum_average, (average_by(lambda w: w / w.sum(dim=-1)),), "average/no-keepdim"),
     ("no-cumsum-loop", checks.check_cumsum_average, (average_loop,), "average/no-cumsum"),
     ("no-cumsum-matmul", checks.check_cumsum_average, (average_matmul,), "average/no-cumsum"),
+    ("counts-hard-coded", checks.check_cumsum_average, (lambda x: x.cumsum(1) / torch.arange(1, 9).view(-1, 1),),
+     "average/counts-fixed"),
+    ("counts-chapter-T", checks.check_cumsum_average, (lambda x: x.cumsum(dim=1) / torch.arange(1.0, 8 + 1)[:, None],),
+     "average/counts-fixed"),
+    ("floor-division", checks.check_cumsum_average, (lambda x: x.cumsum(1) // torch.arange(1, x.shape[1] + 1)[:, None],),
+     "average/floor-division"),
+    ("floor-division-div", checks.check_cumsum_average,
+     (lambda x: torch.div(x.cumsum(1), torch.arange(1, x.shape[1] + 1).view(-1, 1), rounding_mode="floor"),),
+     "average/floor-division"),
     ("counts-1d", checks.check_cumsum_average, (cumsum_over(lambda T: torch.arange(1, T + 1)),), "average/hint-counts-axis"),
     ("counts-row", checks.check_cumsum_average, (cumsum_over(lambda T: torch.arange(1, T + 1).view(1, T)),),
      "average/hint-counts-axis"),
@@ -995,6 +1039,10 @@ WRONG = [
     ("one-way-3-in", checks.check_one_way, (lambda: (nn.Linear(3, 4, bias=False), nn.Linear(3, 4, bias=False)),),
      "one-way/width"),
     ("one-way-raises", checks.check_one_way, (lambda: 1 / 0,), "general/raised"),
+    ("one-way-copy-without-no-grad", checks.check_one_way, (one_way_in_place(lambda w, rows: w.copy_(rows)),),
+     "one-way/hint-no-grad"),
+    ("one-way-index-without-no-grad", checks.check_one_way,
+     (one_way_in_place(lambda w, rows: w.__setitem__((0, 0), rows[0, 0])),), "one-way/hint-no-grad"),
     # chapter 3: the inverse temperature
     ("scale-sqrt-dk", checks.check_unit_scale, (lambda q, k: 1 / math.sqrt(q.shape[-1]),), "scale/unit-variance"),
     ("scale-dk-power", checks.check_unit_scale, (lambda q, k: q.shape[-1] ** -0.5,), "scale/unit-variance"),
@@ -1002,6 +1050,9 @@ WRONG = [
      (lambda q, k: 1 / (math.sqrt(q.shape[-1]) * q.var().item() * k.var().item()),), "scale/variances"),
     ("scale-variances-tensor", checks.check_unit_scale,
      (lambda q, k: 1 / (math.sqrt(q.size(-1)) * (q.var() * k.var()).item()),), "scale/variances"),
+    ("scale-std", checks.check_unit_scale,
+     (lambda q, k: 1 / math.sqrt(q.shape[-1] * q.std().item() * k.std().item()),), "scale/std"),
+    ("scale-std-tensor", checks.check_unit_scale, (lambda q, k: (q.size(-1) * q.std() * k.std()) ** -0.5,), "scale/std"),
     ("scale-no-dk", checks.check_unit_scale, (lambda q, k: 1 / (q.std() * k.std()).item(),), "scale/no-dk"),
     ("scale-no-dk-var", checks.check_unit_scale, (lambda q, k: 1 / math.sqrt(q.var().item() * k.var().item()),),
      "scale/no-dk"),
@@ -1023,6 +1074,8 @@ WRONG = [
      "softmax/global-max"),
     ("global-amax", checks.check_softmax, (softmax_hand(torch.amax, lambda e: e.sum(-1, keepdim=True)),),
      "softmax/global-max"),
+    ("softmax-torch", checks.check_softmax, (lambda z: F.softmax(z, dim=-1),), "softmax/torch"),
+    ("softmax-method", checks.check_softmax, (lambda z: z.log_softmax(-1).exp(),), "softmax/torch"),
     ("overflow", checks.check_softmax, (lambda z: z.exp() / z.exp().sum(-1, keepdim=True),), "softmax/overflow"),
     ("overflow-torch", checks.check_softmax, (lambda z: torch.exp(z) / torch.sum(torch.exp(z), dim=-1, keepdim=True),),
      "softmax/overflow"),
@@ -1032,6 +1085,18 @@ WRONG = [
     ("whole-sum-method", checks.check_softmax, (lambda z: z.exp() / z.exp().sum(),), "softmax/whole-sum"),
     ("no-exp", checks.check_softmax, (lambda z: z / z.sum(-1, keepdim=True),), "softmax/no-exp"),
     ("no-exp-torch", checks.check_softmax, (lambda z: z / torch.sum(z, dim=-1, keepdim=True),), "softmax/no-exp"),
+    # the same slips after a right max subtraction, z - z.max(-1, keepdim=True).values
+    ("shifted-axis-0", checks.check_softmax, (softmax_hand(row_max, lambda e: e.sum(0, keepdim=True)),),
+     "softmax/wrong-axis"),
+    ("shifted-axis-1", checks.check_softmax, (softmax_hand(row_max, lambda e: torch.sum(e, dim=1, keepdim=True)),),
+     "softmax/wrong-axis"),
+    ("shifted-whole-sum", checks.check_softmax, (softmax_hand(row_max, torch.sum),), "softmax/whole-sum"),
+    ("shifted-whole-sum-method", checks.check_softmax, (softmax_hand(row_max, lambda e: e.sum()),), "softmax/whole-sum"),
+    ("shifted-no-exp", checks.check_softmax, (lambda z: (z - row_max(z)) / (z - row_max(z)).sum(-1, keepdim=True),),
+     "softmax/no-exp"),
+    ("shifted-no-exp-torch", checks.check_softmax,
+     (lambda z: (lambda m: m / torch.sum(m, dim=-1, keepdim=True))(z - torch.max(z, dim=-1, keepdim=True)[0]),),
+     "softmax/no-exp"),
     # chapter 4: the causal mask
     ("fixed-size-mask", checks.check_head, (head_attending(masked(lambda T: _tril(8) == 0)),), "head/T-lt-block"),
     ("fixed-size-where", checks.check_head, (head_attending(lambda s: F.softmax(torch.where(_tril(8) == 0, NEG, s), -1)),),
@@ -1147,6 +1212,16 @@ WRONG = [
     ("real-qk-swapped", checks.check_real_batch_weights, (real_weights(swap=True), REAL_HEAD, REAL_X), "head/qk-swapped"),
     ("real-sqrt-C", checks.check_real_batch_weights, (real_weights(scale=32**-0.5), REAL_HEAD, REAL_X), "head/sqrt-C"),
     ("real-fill-zero", checks.check_real_batch_weights, (real_weights(fill=0.0), REAL_HEAD, REAL_X), "mask/fill-zero"),
+    ("real-value-as-v", checks.check_real_batch_weights, (real_sdpa(lambda q, k: REAL_HEAD.value(REAL_X)), REAL_HEAD,
+     REAL_X), "real/head-output"),
+    ("real-head-output", checks.check_real_batch_weights, (lambda: REAL_HEAD(REAL_X), REAL_HEAD, REAL_X),
+     "real/head-output"),
+    ("real-one-row", checks.check_real_batch_weights, (lambda: real_weights()()[:, -1], REAL_HEAD, REAL_X), "real/shape"),
+    ("real-one-sequence", checks.check_real_batch_weights, (real_weights()()[0], REAL_HEAD, REAL_X), "real/shape"),
+    ("real-sdpa-no-causal", checks.check_real_batch_weights, (real_sdpa(lambda q, k: torch.eye(8).expand(4, 8, 8),
+     causal=False), REAL_HEAD, REAL_X), "sdpa/no-causal"),
+    ("real-sdpa-float-mask", checks.check_real_batch_weights, (real_sdpa(lambda q, k: torch.eye(8).expand(4, 8, 8),
+     causal=False, attn_mask=torch.tril(torch.ones(8, 8))), REAL_HEAD, REAL_X), "sdpa/float-mask"),
     # weights of a real batch, causal or not
     # chapter 5: F.scaled_dot_product_attention, one head
     # chapter 5: several heads, one call
@@ -1169,6 +1244,14 @@ WRONG = [
     ("multihead-not-merged-permute", checks.check_multihead_sdpa,
      (multihead(merge=lambda out: out.permute(0, 2, 1, 3)),), "multihead/not-merged"),
     ("multihead-mean", checks.check_multihead_sdpa, (multihead(merge=lambda out: out.mean(1)),), "multihead/mean"),
+    ("multihead-one-wide-head", checks.check_multihead_sdpa, (multihead_wide(four_d=True),), "multihead/one-wide-head"),
+    ("multihead-one-wide-head-3d", checks.check_multihead_sdpa, (multihead_wide(four_d=False),),
+     "multihead/one-wide-head"),
+    ("multihead-stack-axis-2", checks.check_multihead_sdpa,
+     (multihead(stack_dim=2, merge=lambda out: out.reshape(out.shape[0], out.shape[1], -1)),), "multihead/stack-axis"),
+    ("multihead-stack-axis-2-transposed", checks.check_multihead_sdpa,
+     (multihead(stack_dim=2, merge=lambda out: out.transpose(1, 2).reshape(out.shape[0], out.shape[1], -1)),),
+     "multihead/stack-axis"),
     ("multihead-sum-over-n", checks.check_multihead_sdpa,
      (multihead(merge=lambda out: out.sum(dim=1) / out.shape[1]),), "multihead/mean"),
     ("multihead-by-hand", checks.check_multihead_sdpa, (multihead_by_hand,), "multihead/no-sdpa"),
@@ -1754,3 +1837,24 @@ def test_every_message_in_the_tables_is_produced_by_some_test():
             except AssertionError:
                 pass  # a case that no longer fails: its message stays missing below
     assert sorted(set(checks.MISTAKES) - RAISED) == []
+
+
+def test_an_infinite_change_in_place_is_said_as_such_not_as_the_largest_float():
+    """masked_fill_ writes -inf over the check's scores: the change is infinite, and the message says so
+    instead of "by up to 1.8e+308" (nan_to_num's default for inf)."""
+    def padded_weights(scores, pad):
+        T = scores.shape[-1]
+        hide = torch.ones(T, T, dtype=torch.bool).triu(1) | pad[:, None, :]
+        weights = F.softmax(scores.masked_fill_(hide, float("-inf")), dim=-1)
+        return weights.nan_to_num(0.0)
+
+    failure = _produce(checks.check_padding_mask, (padded_weights,))
+    assert failure.mistake == "general/changed-input", str(failure)
+    assert "1.8e+308" not in str(failure) and "an infinity written over a finite number" in str(failure)
+
+
+def test_the_padding_check_says_why_an_all_masked_row_is_nan():
+    """The softmax's first step, -inf - (-inf), makes the nan, before any division."""
+    failure = _produce(checks.check_padding_mask, (lambda s, p: pad_weights(s, p, empty="nan"),))
+    assert failure.mistake == "pad/nan-rows", str(failure)
+    assert "-inf - (-inf) = nan" in str(failure) and "0 / 0" not in str(failure)

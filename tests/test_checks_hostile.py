@@ -1,4 +1,4 @@
-"""The inputs of course/sweep_hostile.py, aimed at how the checks work (issue 33): each is clear, in
+"""The inputs of sweep_hostile.py, aimed at how the checks work (issue 33): each is clear, in
 learner and in strict mode, one test a case; and their sweep counts no generic verdict, crash or wrong
 verdict."""
 
@@ -7,7 +7,8 @@ import warnings
 import pytest
 import torch
 
-from course import sweep_checks, sweep_hostile
+import sweep_checks
+import sweep_hostile
 
 from attention_lab import checks
 

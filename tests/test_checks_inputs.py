@@ -12,9 +12,9 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from course.sweep_checks import attend_cached, by_distance, embed_next, multi_head, multihead, padding, score_parts
-from course.sweep_checks import split_heads, unit_scale
-from course.sweep_checks import cumsum_average as average
+from sweep_checks import attend_cached, by_distance, embed_next, multi_head, multihead, padding, score_parts
+from sweep_checks import softmax, split_heads, unit_scale
+from sweep_checks import cumsum_average as average
 
 from attention_lab import checks, training
 from attention_lab.checks import running
@@ -28,7 +28,7 @@ IDS = torch.randint(0, 65, (3, 16), generator=torch.Generator().manual_seed(0))
 # check, its answer, the other arguments, and which argument is the drawn input (its shape starts (B, T))
 FUNCTIONS = {
     "cumsum": (checks.check_cumsum_average, average, (), 0),
-    "softmax": (checks.check_softmax, lambda z: F.softmax(z, -1), (), 0),
+    "softmax": (checks.check_softmax, softmax, (), 0),
     "padding": (checks.check_padding_mask, padding, (), 0),
     "distance": (checks.check_weight_by_distance, by_distance, (), 0),
     "multihead": (checks.check_multihead_sdpa, multihead, (), 1),

@@ -262,6 +262,13 @@ def test_finite_fill_names_its_value(style):
     assert "fills about -20" in card.exact_mask.text
 
 
+@pytest.mark.parametrize("style", ["lesson", "W_query", "qkv-function"])
+def test_a_zero_fill_is_named_as_zero_not_as_a_small_number(style):
+    card = card_of(style, dict(fill=0.0))
+    assert not card.exact_mask.ok and card.exact_mask.text.startswith("zero fill:"), card.exact_mask.text
+    assert "e^0 = 1" in card.exact_mask.text and "e-0" not in card.exact_mask.text
+
+
 @pytest.mark.parametrize("style, sizes", [
     ("lesson", "C=64, head_size=16 (from its projections); block_size=8 (from its mask)"),
     ("nanogpt", "C=64, head_size=64 (from its projections); block_size=8 (from its mask)"),

@@ -54,14 +54,6 @@ def test_chapter_6_the_exact_split_shows_the_distance_rule_in_pos_pos_and_the_ch
     assert (same, other) == (2.24, -0.39)
 
 
-def test_chapter_5_says_why_the_flash_kernel_refuses_three_axes_in_one_visible_line():
-    out = output_of("05_one_head", "text.refusal(F.scaled_dot_product_attention")
-    assert out.startswith("3-D input: refused (No available kernel. Aborting execution.):")
-    assert "requires query, key and value to be 4\ndimensional" in out or "to be 4 dimensional" in " ".join(out.split())
-    assert "4-D input: ran on the flash kernel" in out
-    assert all(len(line) <= 72 for line in out.splitlines())
-
-
 STEMS = sorted(p.stem for p in LESSONS.glob("[0-9][0-9]_*.ipynb"))
 
 

@@ -27,7 +27,7 @@ from course import cli as course_cli
 from course import graded_edition
 from course import layout
 from course import myst
-from course import solution_audit
+import solution_audit
 from course import student_edition
 from grading_kit import DIVIDE_BY_DK, head
 

@@ -22,7 +22,7 @@ from course import cli
 from course import launch_notebooks as ln
 from course import layout
 from course import myst
-from course import solution_audit
+import solution_audit
 from course import solution_code
 from course import student_edition
 from course import tags

@@ -52,6 +52,24 @@ def _counts_read(case, got):
     return dict(t=t, n=t + 1, count=float(counts[t]))
 
 
+def _counts_fixed(case, got):
+    """Counts of one fixed length n, such as torch.arange(1, 9): on a one-position input the division
+    broadcasts x's single position to n of them."""
+    if not isinstance(got, torch.Tensor) or got.dim() != 3 or got.shape[1] in (case.T, 1) or case.T != 1:
+        return None
+    n = got.shape[1]
+    if _matches(got, case.x.cumsum(1) / torch.arange(1, n + 1, dtype=torch.float64).view(1, n, 1)):
+        return dict(n=n, n1=n + 1)
+    return None
+
+
+def _floor_divided(case, got):
+    """x.cumsum(1) // counts: computed as the learner does, in float32, so that no mean near a whole
+    number floors the other way."""
+    sums = case.x.to(torch.float32).cumsum(1)
+    return {} if _matches(got, torch.div(sums, case.counts.to(torch.float32), rounding_mode="floor")) else None
+
+
 def _counts_axis(case, failure):
     call = failure.call
     if call is None or call.name not in _ELEMENTWISE:
@@ -80,6 +98,11 @@ _AVERAGE_ROWS = _table(
     ("average/count-from-zero", "your counts start at 0: position 0 is divided by 0, which gives inf (or "
      "nan), and every later position by one too few; position t averages t + 1 tokens: "
      "torch.arange(1, T + 1)", _answer_is(lambda c: c.x.cumsum(1) / (c.counts - 1))),
+    ("average/counts-fixed", "your counts are hard-coded to one length: the result has {n} positions for an "
+     "input of T = {T}, because counts such as torch.arange(1, {n1}) fit only a sequence of {n}; take the length "
+     "from the input, T = x.shape[1], and divide by torch.arange(1, T + 1)", _counts_fixed),
+    ("average/floor-division", "you divided with //, which rounds every mean down to a whole number (floor "
+     "division); the running mean needs true division, /: x.cumsum(dim=1) / counts", _floor_divided),
     ("average/cumsum-axis", "cumsum over the wrong axis: dim={dim} runs over {axis}; the positions are "
      "axis 1, so take x.cumsum(dim=1)", _cumsum_axis),
     ("average/columns", "you normalized the columns, not the rows: w / w.sum(dim=1, keepdim=True) makes "
@@ -120,8 +143,9 @@ def check_cumsum_average(fn, *, trial):
     ``x.cumsum``) was called: the right numbers without it (a loop, a row-normalized ``tril`` matrix)
     fail with "right numbers, but no cumsum". Names the mistakes of any running mean (the future
     averaged in, the current token left out, sums, columns normalized) and of cumsum: dividing by T,
-    counts that start at 0 (inf) or are wrong at some position, cumsum over the wrong axis, counts of
-    shape (T,) that meet the channels instead of the positions.
+    counts that start at 0 (inf), are wrong at some position or hard-coded to one length, floor
+    division (//), cumsum over the wrong axis, counts of shape (T,) that meet the channels instead of
+    the positions.
     """
     for B, T, C in _average_shapes(trial):
         x = trial.randn(B, T, C)

@@ -6,14 +6,17 @@ import torch
 import torch.nn as nn
 
 from .engine import _fail, _fail_unless_float_cpu, _name, _table
+from .hints import _HINTS
 from .running import _call, _check
 
 _ONE_WAY_ROWS = _table(
     ("one-way/not-layers", "`{name}` should return two nn.Linear layers, (query, key); got {got}", None),
     ("one-way/width", "query and key must both take the 2 numbers of a token and give vectors of one "
      "width (the head size); got nn.Linear({qin}, {qout}) and nn.Linear({kin}, {kout})", None),
-    ("one-way/bias", "use bias=False, as the chapter's projections do: a bias adds to every score of a row "
-     "and hides what the weights do", None),
+    ("one-way/bias", "use bias=False, as the exercise asks, so that the scores come from the weights alone: "
+     "a key bias adds one number to every score of a row (the softmax would ignore it, but the raw scores "
+     "this check reads move), and a query bias adds b_Q · k_j, a term of each key's own (Exercise 2.2 (b))",
+     None),
     ("one-way/tied", "a looks for b exactly as much as b looks for a ({ab:.2f} both ways): with one matrix "
      "for the query and the key the grid is symmetric (section 2.5); give the key its own weights", None),
     ("one-way/reversed", "the wrong way round: b looks for a (score {ba:.2f}) and a does not look for b "
@@ -24,6 +27,13 @@ _ONE_WAY_ROWS = _table(
     ("one-way/weak", "not yet one-way enough: a -> b scores {ab:.2f} (needs 2 or more) and b -> a {ba:.2f} "
      "(needs 0 or less)", None),
 )
+
+_ONE_WAY_HINTS = _table(
+    ("one-way/hint-no-grad", "a layer's weight is a parameter that autograd tracks (requires_grad=True), "
+     "and PyTorch refuses to change such a tensor in place, as weight.copy_(...) or weight[0, 0] = 2.0 do, "
+     "while it records operations; write the weights inside `with torch.no_grad():`",
+     lambda case, failure: {} if "leaf Variable that requires grad" in str(failure.exc) else None),
+) + _HINTS
 
 A = torch.tensor([1.0, 0.0])  # token a
 B = torch.tensor([0.0, 1.0])  # token b
@@ -47,9 +57,10 @@ def check_one_way(one_way, *, trial):
 
     Names: tied weights (one matrix for both), the two directions swapped, weights written as (in, out),
     a bias, layers of the wrong sizes, weights that are not float numbers on the CPU (a meta device),
-    scores that lean the right way but too little. It draws no inputs: ``trial`` is unused.
+    scores that lean the right way but too little, weights written in place outside ``torch.no_grad()``.
+    It draws no inputs: ``trial`` is unused.
     """
-    got, _ = _call(one_way, inputs="no arguments")
+    got, _ = _call(one_way, inputs="no arguments", hints=_ONE_WAY_HINTS)
     name = _name(one_way)
     if not (isinstance(got, tuple | list) and len(got) == 2 and all(isinstance(m, nn.Linear) for m in got)):
         _fail("one-way/not-layers", name=name, got=type(got).__name__)

@@ -8,7 +8,7 @@ import numbers
 
 import torch
 
-from .engine import Case, _answer_is, _fail, _matches, _name, _shape, _table
+from .engine import Case, _fail, _matches, _name, _shape, _table
 from .references import _softmax
 from .running import _call, _check, _try
 
@@ -21,6 +21,8 @@ _SCALE_ROWS = _table(
      "variance {vq:.2f} (q) and {vk:.2f} (k), and Var(q·k) = d_k·Var(q_i)·Var(k_i) (section 3.5)", None),
     ("scale/variances", "divided by the variances, not by the standard deviation: s must be "
      "1/√(d_k·Var(q_i)·Var(k_i)), the square root of the whole product", None),
+    ("scale/std", "standard deviations where variances belong: Var(q·k) = d_k·Var(q_i)·Var(k_i) multiplies "
+     "the variances, q.var() and k.var(), not q.std() and k.std(); s = 1/√(d_k·Var(q_i)·Var(k_i))", None),
     ("scale/no-dk", "the d_k products of q·k add up their variances: keep the √d_k beside the entries' "
      "variances", None),
     ("scale/divide-dk", "that is 1/d_k, which flattens the logits (exercise 3.3); s is 1 over the standard "
@@ -28,7 +30,7 @@ _SCALE_ROWS = _table(
     ("scale/inverted", "upside down: multiplying by √d_k (or by the standard deviation) spreads the logits "
      "further; s divides by the standard deviation of q·k", None),
     ("scale/fixed", "the same s for every input ({got:.3g}): read d_k and the variances from q and k", None),
-    ("scale/differ", "the logits s·(q @ kᵀ) should have variance about 1; with your s = {got:.3g} they have "
+    ("scale/differ", "the logits s * (q @ k.transpose(-2, -1)) should have variance about 1; with your s = {got:.3g} they have "
      "{var:.3g} (d_k = {dk}, Var(q_i) = {vq:.2f}, Var(k_i) = {vk:.2f})", None),
 )
 
@@ -49,7 +51,7 @@ def _scale_mistakes(dk: float, vq: float, vk: float) -> dict[str, float]:
     """The s each named mistake gives for entries of these sizes, by the mistake's id."""
     sq, sk = math.sqrt(vq), math.sqrt(vk)
     return {"scale/unit-variance": 1 / math.sqrt(dk), "scale/variances": 1 / (math.sqrt(dk) * vq * vk),
-            "scale/no-dk": 1 / (sq * sk), "scale/divide-dk": 1 / dk,
+            "scale/std": 1 / math.sqrt(dk * sq * sk), "scale/no-dk": 1 / (sq * sk), "scale/divide-dk": 1 / dk,
             "scale/inverted": math.sqrt(dk * vq * vk)}
 
 
@@ -78,13 +80,13 @@ def _number(s) -> tuple[float | None, str]:
 @_check
 def check_unit_scale(unit_scale, *, trial):
     """Chapter 3, exercise ``ex-scaling-unit-scale``: ``unit_scale(q, k)`` returns the number s with
-    which the logits ``s * (q @ kᵀ)`` of queries and keys ``(B, T, d_k)`` have variance about 1:
+    which the logits ``s * (q @ k.transpose(-2, -1))`` of queries and keys ``(B, T, d_k)`` have variance about 1:
     s = 1/√(d_k·Var(q_i)·Var(k_i)).
 
     Tested on the chapter's kind of entries (variance 1/3, d_k = 16), one other, one drawn at each
     call, and the chapter's shape again with other variances; within 15 %. Any one real number
     passes (a float, a NumPy scalar, a one-element float tensor). Names: 1/√d_k, variances instead
-    of standard deviations, no √d_k, 1/d_k, the scale upside down, one fixed number, the first answer
+    of standard deviations, standard deviations instead of variances, no √d_k, 1/d_k, the scale upside down, one fixed number, the first answer
     kept for a shape, anything else with the variance it gives.
     """
     name = _name(unit_scale)
@@ -101,7 +103,7 @@ def check_unit_scale(unit_scale, *, trial):
         got.append(s)
         logits_var.append(float((s * raw).var()))
     if all(abs(v - 1) <= _SCALE_TOLERANCE for v in logits_var):
-        return ("s·(q @ kᵀ) has variance 1, within 15 % (tested 4 inputs: d_k = 16, 8 and two drawn, "
+        return ("s * (q @ k.transpose(-2, -1)) has variance 1, within 15 % (tested 4 inputs: d_k = 16, 8 and two drawn, "
                 "Var(q_i)·Var(k_i) from 0.01 to 20)")
     pairs = list(zip(cases, got))
     for mistake in _scale_mistakes(1, 1, 1):
@@ -134,11 +136,27 @@ def _global_max(case, got):
     return {} if _matches(got, (e / e.sum(-1, keepdim=True)).to(torch.float64)) else None
 
 
+def _shifted(z: torch.Tensor) -> torch.Tensor:
+    """z less each row's max, the first step of a safe softmax: a slip after it is keyed on this form too."""
+    return z - z.max(-1, keepdim=True).values
+
+
 def _softmax_axis(case, got):
+    e = _shifted(case.z).exp()  # the row's max subtracted right, then the sum taken over another axis
     for d in range(case.z.dim() - 1):
-        if _matches(got, _softmax(case.z, d)):
+        if _matches(got, _softmax(case.z, d)) or _matches(got, e / e.sum(d, keepdim=True)):
             return dict(dim=d)
     return None
+
+
+def _whole_sum(case, got):
+    e, shifted = case.z.exp(), _shifted(case.z).exp()
+    return {} if _matches(got, e / e.sum()) or _matches(got, shifted / shifted.sum()) else None
+
+
+def _no_exp(case, got):
+    m = _shifted(case.z)
+    return {} if _matches(got, case.z / case.z.sum(-1, keepdim=True)) or _matches(got, m / m.sum(-1, keepdim=True)) else None
 
 
 _SOFTMAX_ROWS = _table(
@@ -152,10 +170,13 @@ _SOFTMAX_ROWS = _table(
     ("softmax/wrong-axis", "softmax over the wrong axis: you normalized over dim={dim}, so the rows don't "
      "sum to one; normalize over the last axis, dim=-1", _softmax_axis),
     ("softmax/whole-sum", "you divided by the sum of the whole tensor: each row needs its own sum, "
-     "e.sum(dim=-1, keepdim=True)", _answer_is(lambda c: c.z.exp() / c.z.exp().sum())),
-    ("softmax/no-exp", "you forgot the exp: softmax is exp(z) / sum(exp(z)), not z / sum(z)",
-     _answer_is(lambda c: c.z / c.z.sum(-1, keepdim=True))),
+     "e.sum(dim=-1, keepdim=True)", _whole_sum),
+    ("softmax/no-exp", "you forgot the exp: softmax is exp(z) / sum(exp(z)), not z / sum(z) (after the max "
+     "is subtracted, too: exp(z - max) / sum(exp(z - max)))", _no_exp),
+    ("softmax/torch", "right numbers, but from torch's own softmax: your function calls {called}(); the "
+     "exercise asks you to write it from exp and sum (after subtracting each row's max)", None),
 )
+_TORCH_SOFTMAX = ("softmax", "log_softmax", "_softmax")  # F.softmax, torch.softmax, z.softmax, log_softmax
 
 
 def _softmax_inputs(trial) -> list[tuple[str, torch.Tensor]]:
@@ -175,14 +196,18 @@ def _softmax_inputs(trial) -> list[tuple[str, torch.Tensor]]:
 def check_softmax(fn, *, trial):
     """Chapter 3, exercise ``ex-scaling-softmax``: ``fn(z)`` is softmax over the last axis.
 
-    The exercise writes it by hand (exp / sum); the check compares numbers only, so ``torch.softmax``
-    passes too. It must be safe for large logits such as [1000, 0]: subtract each row's max first.
+    The exercise writes it by hand (exp / sum): right numbers from a call of torch's softmax
+    (``F.softmax``, ``torch.softmax``, ``z.softmax``, ``log_softmax``) fail with "right numbers, but from
+    torch's own softmax". It must be safe for large logits such as [1000, 0]: subtract each row's max first.
     Tested on logits of 1 to 4 axes, most of them drawn at each call, two of one shape.
     """
     for label, z in _softmax_inputs(trial):
         case = SoftmaxCase(z=z.to(torch.float64), large=label == "large logits")
         where = f"{label}, z of shape {_shape(z)}"
-        _try(fn, (z,), _softmax(z), what="your softmax", where=where, case=case, table=_SOFTMAX_ROWS,
-             trial=trial)
+        _, watch = _try(fn, (z,), _softmax(z), what="your softmax", where=where, case=case,
+                        table=_SOFTMAX_ROWS, trial=trial)
+        called = next((name for name in _TORCH_SOFTMAX if watch.calls[name]), None)
+        if called:
+            _fail("softmax/torch", called=called)
     return ("your softmax matches torch.softmax(z, dim=-1), also for logits like [1000, 0] (tested 7 "
             "inputs, 1-D to 4-D)")

@@ -109,9 +109,10 @@ def _pad_broadcast(case, failure):
 
 _PADDING_ROWS = _table(
     ("pad/nan-rows", "nan in batch {b}, row {i}: that sequence has {pads} padding tokens on the left, so "
-     "query {i} may only look at keys 0..{i}, all of them padding; every score in its row is -inf and "
-     "the softmax computes 0 / 0 = nan. Make such rows all zeros: torch.nan_to_num(weights), or "
-     "torch.where with a mask of the rows that have a key", _nan_rows),
+     "query {i} may only look at keys 0..{i}, all of them padding; every score in its row is -inf, and "
+     "the softmax's first step, subtracting the row's largest score, gives -inf - (-inf) = nan. Make "
+     "such rows all zeros: torch.nan_to_num(weights), or torch.where with a mask of the rows that have a "
+     "key", _nan_rows),
     ("pad/uniform-rows", "batch {b}, row {i} spreads its weight evenly, 1/T on every position: every key "
      "it may see is padding, so its whole row was filled with the same large negative number and the "
      "softmax made the entries equal (the future and the padding get weight); make such rows all zeros, "
@@ -130,15 +131,16 @@ _PADDING_ROWS = _table(
      _answer_is(lambda c: _padded(c.scores, c.pad, causal=False, empty=math.nan))),
     ("pad/after-softmax", "masking after the softmax: the softmax had already given the hidden keys "
      "weight, so zeroing them afterwards leaves rows that don't sum to one; fill the scores first (-inf, "
-     "or -1e9), then take the softmax",
+     "or torch.finfo(scores.dtype).min), then take the softmax",
      lambda c, got: {} if any(_matches(got, _padded(c.scores, c.pad, after=a, empty=math.nan))
                               for a in ("all", "padding")) else None),
     ("pad/fill-zero", "the hidden keys were filled with 0 instead of -inf: exp(0) = 1, so the future and "
-     "the padding still get weight; use float('-inf') (or -1e9)",
+     "the padding still get weight; use float('-inf') (or torch.finfo(scores.dtype).min)",
      _answer_is(lambda c: _padded(c.scores, c.pad, fill=0.0, empty=math.nan))),
     ("pad/finite-fill", "the hidden keys were filled with a finite number, about {fill:.3g}: batch {b}, row "
      "{i} gives key {j}, which it must not see, the weight {w:.3g}, not 0; exp of a finite fill is not "
-     "0, and larger scores would let more through; fill with float('-inf') (or -1e9)", _pad_leak),
+     "0, and larger scores would let more through; fill with float('-inf') (or "
+     "torch.finfo(scores.dtype).min, far below any score)", _pad_leak),
     ("pad/sees-hidden", "batch {b}, row {i} gives key {j} the weight {w:.3g}, though that key is {why}; a "
      "row may only look at keys that are neither after it nor padding: hide the rest with -inf, before "
      "the softmax", _pad_seen),

@@ -201,12 +201,14 @@ def check_head(Head, *, trial):
 
 
 def _weights_answer(weights):
-    """The learner's weights: a tensor, or a function of no arguments returning them (a stub stops);
-    a function is called twice, and two calls that differ are named."""
+    """(weights, watch): the learner's weights, a tensor or a function of no arguments returning them (a
+    stub stops); a function is called twice, two calls that differ are named, and its first call's
+    watch comes back (None for a tensor)."""
     __tracebackhide__ = True
+    watch = None
     if callable(weights) and not isinstance(weights, torch.Tensor):
         name = _name(weights)
-        first, _ = _call(weights, inputs="no arguments")
+        first, watch = _call(weights, inputs="no arguments")
         second, _ = _call(weights, inputs="no arguments, a second time")
         if isinstance(first, torch.Tensor) and isinstance(second, torch.Tensor) and first.shape == second.shape \
                 and first.device.type == second.device.type == "cpu" and first.numel() and not _matches(second, first):
@@ -216,7 +218,7 @@ def _weights_answer(weights):
     if not isinstance(weights, torch.Tensor):
         _fail("general/not-a-tensor", what="your weights", shape="(B, T, T)", type=type(weights).__name__,
               where="the weights of the real batch")
-    return weights
+    return weights, watch
 
 
 def _only_weights(p: _Projected):
@@ -237,6 +239,12 @@ _REAL_INPUTS = _table(
      "under one head are one tensor", None),
     ("real/bad-x", "`x` should be the real batch of section 5.9, a float tensor of shape (B, T, C) with "
      "C = {C} (the head's key.in_features) on the CPU, every number finite; got {got}", None),
+    ("real/head-output", "your tensor has shape {got}, (B, T, head_size): that is the head's output, "
+     "weights @ v, which F.scaled_dot_product_attention returns when v = head.value(x); the weights are "
+     "(B, T, T) = {want}, so pass as v a (B, T, T) tensor for which weights @ v is the weights themselves",
+     None),
+    ("real/shape", "your tensor has shape {got}; the weights of the batch are one (T, T) grid per "
+     "sequence, (B, T, T) = {want}", None),
 )
 
 
@@ -274,8 +282,9 @@ def check_real_batch_weights(weights, head, x, *, trial):
     The expected weights are the head's own, computed before the learner's function runs:
     softmax(q @ kᵀ / √head_size) with the future masked, q and k from the head's projections of
     ``x``. So unscaled, wrongly scaled, q/k-swapped or wrongly masked weights fail, by name (the head
-    mistakes of :func:`check_head`), and so do weights that are close but not exactly 0 above the
-    diagonal (a finite fill), and a function that changes ``head`` or ``x`` (which are then put back,
+    mistakes of :func:`check_head`, and no ``is_causal``), and so do weights that are close but not
+    exactly 0 above the diagonal (a finite fill), the head's output (``v = head.value(x)``) or any tensor
+    not (B, T, T), and a function that changes ``head`` or ``x`` (which are then put back,
     so that the next run names the change again).
     """
     _real_inputs(head, x)
@@ -285,14 +294,19 @@ def check_real_batch_weights(weights, head, x, *, trial):
     saved = _Saved([x, head])
     where = f"the head's own weights for x of shape {_shape(x)}"
     try:
-        got = weights = _weights_answer(weights)
+        got, _ = _weights_answer(weights)
+        weights = got
     finally:  # a stub or an error stops the check: the notebook's x and head are as they were
         _fail_if_changed(saved, ["x", "head"], "real_batch_weights", where)
+    B, T = x.shape[:2]
+    if tuple(got.shape) != (B, T, T):
+        row = "real/head-output" if tuple(got.shape) == (B, T, hs) else "real/shape"
+        _fail(row, got=_shape(got), want=_shape(expected))
     case = HeadCase(C=C, hs=hs, T=x.shape[1], build=_only_weights(p), raw=raw,
                     weights=lambda: got.detach().to(torch.float64) if isinstance(got, torch.Tensor) else None)
-    _compare(weights, expected, what="your weights", where=where, case=case, table=_HEAD_ROWS + _MEASURED_ROWS)
+    _compare(weights, expected, what="your weights", where=where, case=case,
+             table=_SDPA_ROWS + _HEAD_ROWS + _MEASURED_ROWS)
     _exactly_masked(case, "your weights", where)
-    B, T = x.shape[:2]
     return (f"your weights are the head's own, softmax(q @ kᵀ / √{hs}) under the causal mask, "
             f"for all {B} × {T} rows")
 
@@ -305,6 +319,30 @@ class MultiheadCase(HeadCase):
     B: int
     outs: list  # each head's (B, T, hs) output
     width: int  # n * hs
+    projected: list = dataclasses.field(default_factory=list)  # each head's _Projected q, k, v
+
+
+def _stacked(case, dim):
+    """q, k, v of every head stacked on axis ``dim``, in float64."""
+    return [torch.stack([getattr(p, name) for p in case.projected], dim) for name in ("q", "k", "v")]
+
+
+def _one_wide_head(case, got):
+    """One head over the heads' q, k, v concatenated: every score sums all heads' products."""
+    if not case.projected:
+        return None
+    q, k, v = (torch.cat([getattr(p, name) for p in case.projected], -1) for name in ("q", "k", "v"))
+    wide = nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)  # (B, T, n * hs)
+    return {} if _matches(got, wide) else None
+
+
+def _wrong_stack_axis(case, got):
+    """q, k, v stacked on axis 2, (B, T, n, hs): the call attends across heads, positions as its head axis."""
+    if not case.projected or case.n < 2:
+        return None
+    out = nn.functional.scaled_dot_product_attention(*_stacked(case, 2), is_causal=True)  # (B, T, n, hs)
+    ends = (out.reshape(case.B, case.T, -1), out.transpose(1, 2).reshape(case.B, case.T, -1))
+    return {} if any(_matches(got, end) for end in ends) else None
 
 
 _SDPA_ROWS = _table(  # a mask given to F.scaled_dot_product_attention the wrong way
@@ -347,6 +385,13 @@ _MULTIHEAD_ROWS = _table(
     ("multihead/not-merged", "you returned (B, T, n_heads, hs): merge the last two axes into one of "
      "n_heads * hs = {width} columns, .reshape(B, T, n_heads * hs)",
      lambda c, got: {} if tuple(got.shape) == (c.B, c.T, c.n, c.hs) else None),
+    ("multihead/one-wide-head", "you ran one wide head: with the heads' q, k and v concatenated to "
+     "(B, T, n_heads * hs), every score is the sum of all the heads' dot products (scaled by "
+     "1/√(n_heads * hs)), so all heads share one set of weights; keep each head on its own axis, "
+     "torch.stack(..., dim=1), (B, n_heads, T, hs)", _one_wide_head),
+    ("multihead/stack-axis", "you stacked the heads on axis 2, (B, T, n_heads, hs): the call reads its "
+     "input as (B, heads, T, hs), so it took the positions for heads and attended across the heads "
+     "(causally, head i to heads 0..i) instead of across positions; stack on dim=1", _wrong_stack_axis),
     ("multihead/mean", "you averaged the heads' outputs: multi-head attention keeps every head's output "
      "and concatenates them along the last axis, (B, T, n_heads * hs) = (B, T, {width})",
      _answer_is(lambda c: torch.stack(c.outs).mean(0))),
@@ -384,7 +429,7 @@ def check_multihead_sdpa(fn, *, trial):
     ``torch.cat([h(x) for h in heads], -1)``.
 
     Names: heads in the wrong order, outputs interleaved (head axis last), a reshape without the
-    transpose, the (B, n_heads, T, hs) result returned as it is or with the last two axes not merged,
+    transpose, one wide head over the concatenated q, k, v, the heads stacked on axis 2, the (B, n_heads, T, hs) result returned as it is or with the last two axes not merged,
     the mean instead of the concatenation, no causal mask (or a float mask), the head mistakes of
     :func:`check_head`; and, with the right numbers, no call, one call per head, or a call on 3-D input.
     """
@@ -401,7 +446,8 @@ def check_multihead_sdpa(fn, *, trial):
             def build(projected=projected, **how):
                 return torch.cat([_head_output(p, **how) for p in projected], -1)
 
-            case = MultiheadCase(C=C, hs=hs, n=n, B=B, T=T, outs=outs, width=n * hs, build=build)
+            case = MultiheadCase(C=C, hs=hs, n=n, B=B, T=T, outs=outs, width=n * hs, build=build,
+                                 projected=projected)
             got, watch = _try(fn, (list(heads), x), torch.cat(outs, -1), what="your output", where=where,
                               case=case, table=_MULTIHEAD_ROWS, trial=trial, earlier=earlier)
             calls = watch.calls["scaled_dot_product_attention"]

@@ -233,7 +233,8 @@ _PARTS_ROWS = _table(
      "comes after the scores are added up", None),
     ("parts/weights", "your parts are weights (rows sum to 1): return the scaled scores, before the softmax",
      None),
-    ("parts/no-scale", "the parts are not divided by √head_size = {root:g}; the scores the softmax takes are",
+    ("parts/no-scale", "the parts are not divided by √head_size = {root:g}: the head divides its scores by "
+     "it before the softmax, so divide each of the four parts too",
      None),
     ("parts/swapped", "the two cross terms are swapped: tok·pos means a token's query against a position's "
      "key, q_tok @ k_posᵀ", None),

@@ -142,7 +142,7 @@ _GENERAL = _table(
      "called: pass your answer by its name, without calling it", None),
     ("general/dtype", "the dtype of {what} is {dtype} ({where}): {why}", None),
     ("general/device", "the device of {what} is {device} ({where}): {why}", None),
-    ("general/changed-input", "your `{name}` changed its input `{arg}` in place (by up to {size:.3g}; "
+    ("general/changed-input", "your `{name}` changed its input `{arg}` in place ({by}; "
      "{where}): in the notebook that would quietly change the chapter's own tensor. Compute a new "
      "tensor instead: masked_fill, not masked_fill_; x = x / s, not x /= s or x.div_(s)", None),
     ("general/patched-torch", "your `{name}` replaced {names} while it ran ({where}); they are put back: "

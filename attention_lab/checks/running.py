@@ -11,6 +11,7 @@ from __future__ import annotations
 import collections
 import functools
 import inspect
+import math
 from typing import NamedTuple
 
 import torch
@@ -371,7 +372,9 @@ def _fail_if_changed(saved: _Saved, params: list[str], name: str, inputs: str, m
         for n in saved.tensors:
             size = None if n in may_change else saved.changed_tensor(n)
             if size is not None:
-                _fail("general/changed-input", name=name, arg=arg(n), size=size, where=inputs)
+                by = (f"by up to {size:.3g}" if math.isfinite(size) else "an infinity written over a finite "
+                      "number, such as masked_fill_'s -inf, or a new shape")
+                _fail("general/changed-input", name=name, arg=arg(n), by=by, where=inputs)
         for n, label in saved.modules:
             changed = [] if n in may_change else saved.changed_parts(n, label)
             if changed:

@@ -115,7 +115,7 @@ class _Saved:
             return None
         if now.shape != saved.shape or now.device.type == "meta":
             return math.inf  # a new shape (x.unsqueeze_) changes it more than any number
-        return float((now.detach().double() - saved.double()).abs().nan_to_num(math.inf).max())
+        return float((now.detach().double() - saved.double()).abs().nan_to_num(math.inf, posinf=math.inf).max())
 
     def changed_parts(self, n: int, label: str) -> list[str]:
         """The names of the parts of module ``(n, label)`` that differ now: changed, replaced or gone."""

@@ -1,22 +1,14 @@
 """A report card for one causal head written in any common style (chapter 5).
 
-``diagnose(obj)`` takes a head as learners bring it from elsewhere and says, one line per verdict
-(:data:`VERDICTS`), what it does and what to change. Each verdict is measured by running the head on
-seeded inputs, never guessed from names. ``obj`` may be an ``nn.Module`` mapping (B, T, C) to
-(B, T, head_size) whatever its attribute names (the lesson's ``key``/``query``/``value``,
-``W_query``/``W_key``/``W_value``, nanoGPT's fused ``c_attn`` with a ``c_proj``, bare
-``nn.Parameter`` matrices, an ``nn.MultiheadAttention`` with one head, alone or inside a module), a
-function of ``x`` (the modules it closes over are found like a module's), or a function of
-``(q, k, v)``; one that returns ``(out, weights)`` is read at ``out``. A module of several heads in
-nanoGPT's layout (one fused ``c_attn``, an output projection) is read head by head (chapter 7): each head
-gets the q, k, v of its own columns, its own columns of the output are read, and the card says which
-head fails which line; other modules of several heads are named as such in one line. The module itself is callable: ``from attention_lab import diagnose;
-diagnose(head)``, the same as ``diagnose.diagnose(head)`` and ``checks.diagnose(head)``.
-
-The parts: :mod:`.card` (the card), :mod:`.subject` (finding and feeding a head's q, k, v),
-:mod:`.weights` (what the weights are made of), :mod:`.reading` (every line of one head). The
-learner's code runs on copies, in ``eval()``, float32, CPU, ``no_grad``, with inputs drawn inside
-``torch.random.fork_rng``. Importing this package has no side effects. More in CONTRIBUTING.md.
+``diagnose(obj)`` says, one line per verdict (:data:`VERDICTS`), what a head does and what to change, each
+measured by running it on seeded inputs, never guessed from names. ``obj`` is a module mapping (B, T, C) to
+(B, T, head_size) whatever its attribute names (separate or fused projections, bare ``nn.Parameter``
+matrices, a one-head ``nn.MultiheadAttention``), a function of ``x``, or one of ``(q, k, v)``; ``(out,
+weights)`` is read at ``out``. A module of several heads in nanoGPT's layout (a fused ``c_attn``, an output
+projection) is read head by head (chapter 7), and the card names the head that fails a line. The module is
+callable: ``from attention_lab import diagnose; diagnose(head)``.
+Its parts: :mod:`.card`, :mod:`.subject` (finding and feeding q, k, v), :mod:`.weights`, :mod:`.reading`.
+The learner's code runs on copies, in ``eval()``, ``no_grad``, inside ``torch.random.fork_rng``.
 """
 
 from __future__ import annotations

@@ -267,9 +267,13 @@ def _exact_mask(h, r) -> Verdict:
     leak = float(big[masked].nan_to_num(1.0).max())
     if leak == 0:
         return Verdict(True, "exact mask: future keys get weight exactly 0, even for scores of -1e5")
+    if r.fill is not None and abs(r.fill) < 1e-3:  # read off the weights: 0, up to rounding
+        return Verdict(False, f"zero fill: the mask writes 0 over the future scores, and e^0 = 1, so a future "
+                              f"key keeps weight ({leak:.3g} when every score is -1e5); fill with "
+                              f"float('-inf')", leak)
     fill = f" (the mask fills about {r.fill:.3g})" if r.fill is not None else ""
-    return Verdict(False, f"finite mask: with scores of -1e5 a future key gets weight {leak:.3g}"
-                          f"{fill}; fill with float('-inf') (or -1e9), not a small number", leak)
+    return Verdict(False, f"finite mask: with scores of -1e5 a future key gets weight {leak:.3g}{fill}; fill "
+                          f"with float('-inf') (or torch.finfo(scores.dtype).min), far below any score", leak)
 
 
 def _extras(h, r) -> Verdict:

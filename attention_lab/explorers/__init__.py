@@ -20,27 +20,9 @@ name                    chapter  what the controls change
                                  writes, and each head's weights over its cache, the newest query last
 ======================  =======  =====================================================================
 
-*One definition, one renderer.* An explorer is an anywidget (:class:`~attention_lab.explorers.base.Explorer`)
-whose view is the page engine, ``attention_lab/static/engine/``: the same JavaScript draws it in the
-hosted book (``book/_ext/page_explorers.py`` puts :meth:`Explorer.config` in the page), in JupyterLab,
-Notebook 7, VS Code, Binder and Colab, with the trace panel ("How this number was made") everywhere. Its
-controls (:mod:`~attention_lab.explorers.controls`), caption and messages are written once, in Python,
-and travel in the config; the engine computes every picture of the course's own tensors, and its maths
-is tested against ``compute()`` here. A press repaints in the browser; the view then sends the values to
-the kernel, which computes ``ex.matrix``, ``ex.result`` and ``ex.shown`` (the caption) for them. The
-kernel computes what only it can: a learner's own ``Head`` (:mod:`~attention_lab.explorers.learner`).
-
-*In code.* ``ex.values`` (the controls' values), ``ex.set(T=5)`` (as the reader would; returns "" or the
-message), ``ex.matrix``, ``ex.result``, ``ex.shown``, ``ex.message`` ("" when all is well).
-
-*Where no widget can show* (a notebook viewer, nbconvert's HTML, a front end without widgets) the
-output is a picture of the start setting with a line saying where it is live.
-
-*Bad input* (a value out of range, T above the block size, characters outside the vocabulary, a
-learner's ``Head`` that raises, returns the wrong shape or runs too long) is explained in the explorer's
-message line, in the same words in the page and in ``ex.message``; the previous picture stays.
-Arguments given to a class are checked up front with ``ValueError``. CONTRIBUTING.md, "The explorers",
-has the rest.
+In code: ``ex.values``, ``ex.set(T=5)`` (as the reader would; returns "" or the message), ``ex.matrix``,
+``ex.result``, ``ex.shown`` (the caption), ``ex.message`` ("" when all is well). How an explorer is drawn,
+computed and tested: CONTRIBUTING.md, "The explorers".
 """
 
 from attention_lab.explorers.average import AverageExplorer

@@ -1,10 +1,5 @@
-"""The base of every chapter's explorer, and what several chapters share.
-
-:class:`Explorer` is an anywidget: its view is the page engine (``attention_lab/static/engine/``), the same
-one the hosted book runs, started from :meth:`Explorer.config`. A subclass says what is particular to its
-chapter: its controls, the words of its caption and messages, ``compute`` (the picture's matrix, computed
-in the kernel with torch, which the engine's own maths is tested against) and ``page`` (the chapter's
-tensors the engine needs). :mod:`attention_lab.explorers` says how the explorers behave.
+"""The base of every chapter's explorer (an anywidget whose view is the page engine), and what several
+chapters share. CONTRIBUTING.md, "The explorers", says how they are drawn and tested.
 """
 
 from __future__ import annotations
@@ -232,14 +227,15 @@ def snap(t) -> torch.Tensor:
     return (torch.round(t / GRID) * GRID).float()
 
 
-def floats(t) -> dict:
-    """A tensor for the page (:func:`snap`): its shape and its little-endian float32 bytes in base64."""
-    a = np.ascontiguousarray(snap(t).numpy(), dtype="<f4")
+def floats(t, snapped: bool = True) -> dict:
+    """A tensor for the page (:func:`snap`, unless ``snapped`` is False): its shape and its little-endian
+    float32 bytes in base64."""
+    a = np.ascontiguousarray((snap(t) if snapped else t.detach().float()).numpy(), dtype="<f4")
     return {"shape": list(a.shape), "b64": base64.b64encode(a.tobytes()).decode("ascii")}
 
 
 def unpack(packed: dict) -> torch.Tensor:
-    """A tensor from :func:`floats`' {shape, b64}: the float32 numbers the page holds."""
+    """A tensor from :func:`floats`' {shape, b64}."""
     data = np.frombuffer(base64.b64decode(packed["b64"]), dtype="<f4").reshape(packed["shape"])
     return torch.from_numpy(data.copy())
 

@@ -46,12 +46,8 @@ class HeadExplorer(Explorer):
     ``Head`` is the learner's class, built as ``Head(C, head_size, block_size)`` (default:
     :class:`ReferenceHead`, Fig. 6); its ``forward`` must return ``weights @ value(x)``.
     ``start=(token_table, position_table, head)`` starts on the chapter's own modules (their d_k and
-    block size, shown for the starting seed).
-
-    The page engine builds ReferenceHead's modules from a seed as torch does, so it draws any Head built
-    in the same order itself; the kernel runs the learner's ``Head`` (in a child process it can stop,
-    :mod:`~attention_lab.explorers.learner`) for every setting, checks its ``forward`` and sends the weights
-    of a Head the engine cannot rebuild. Whatever goes wrong with the learner's Head is a message.
+    block size, shown for the starting seed). The kernel runs a learner's ``Head`` for every setting
+    (:mod:`~attention_lab.explorers.learner`); the engine draws one built as Fig. 6 builds it itself.
     """
 
     name = "head"

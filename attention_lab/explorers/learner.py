@@ -8,7 +8,6 @@ the messages then say to interrupt the kernel (:data:`HANG_NOTE`).
 
 from __future__ import annotations
 
-import base64
 import io
 import json
 import os
@@ -17,11 +16,10 @@ import signal
 import sys
 import time
 
-import numpy as np
 import torch
 import torch.nn as nn
 
-from attention_lab.explorers.base import C, head_weights
+from attention_lab.explorers.base import C, floats, head_weights, unpack
 from attention_lab.explorers.controls import BadInput, a_kind
 from attention_lab.reference import ReferenceHead
 from attention_lab.text import vocab
@@ -200,15 +198,12 @@ def _stop(pid: int) -> None:
 def _encode(value):
     if isinstance(value, dict):
         return {k: _encode(v) for k, v in value.items()}
-    if isinstance(value, torch.Tensor):
-        a = np.ascontiguousarray(value.detach().float().numpy(), dtype="<f4")
-        return {"shape": list(a.shape), "b64": base64.b64encode(a.tobytes()).decode("ascii")}
-    return value
+    return floats(value, snapped=False) if isinstance(value, torch.Tensor) else value
 
 
 def _decode(value):
     if isinstance(value, dict) and set(value) == {"shape", "b64"}:
-        return torch.from_numpy(np.frombuffer(base64.b64decode(value["b64"]), dtype="<f4").reshape(value["shape"]).copy())
+        return unpack(value)
     if isinstance(value, dict):
         return {k: _decode(v) for k, v in value.items()}
     return value

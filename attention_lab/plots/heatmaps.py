@@ -1,6 +1,5 @@
-"""Heatmaps: one (T, T) matrix on an Axes (:class:`HeatmapArtist`, :func:`attention_heatmap`) or several
-side by side (:func:`show_heatmaps`), the colour scales they share, and the figure every picture
-starts from (:func:`new_figure`).
+"""Heatmaps: one (T, T) matrix (:func:`attention_heatmap`) or several side by side (:func:`show_heatmaps`),
+the colour scales they share, and the figure every picture starts from (:func:`new_figure`).
 
 Chapters 1, 2 and 5 draw with :func:`attention_heatmap`, chapters 4 and 6 with :func:`show_heatmaps`;
 an explorer's picture for a front end without widgets is an :func:`attention_heatmap` too.
@@ -86,85 +85,55 @@ def new_figure(figsize=(3.6, 3.2), pyplot: bool = False, layout: str | None = No
     return fig
 
 
-class HeatmapArtist:
-    """One heatmap on an Axes, made once and updated in place by :meth:`update`.
+def _number(v: float, fmt: str) -> str:
+    return "−∞" if np.isneginf(v) else fmt.format(v).replace("-", "−")
 
-    ``kind`` is "weights" (viridis, ``vmin``..``vmax`` = 0..1) or "scores" (RdBu_r, symmetric
-    ``-limit``..``limit``; -inf cells are masked grey).
-    """
 
-    def __init__(self, ax, kind: str = "weights", limit: float | None = None, colorbar: bool = True,
-                 colorbar_label: str | None = None):
-        if kind not in KINDS:
-            raise ValueError(f"kind must be one of {sorted(KINDS)}; got {kind!r}")
-        cmap, label, self.fmt = KINDS[kind]
-        if kind == "scores":
-            limit = 1.0 if limit is None else float(limit)
-            self.norm = Normalize(-limit, limit)
-        else:
-            self.norm = Normalize(0.0, 1.0)
-        self.ax, self.kind = ax, kind
-        self.cmap = ListedColormap(COLOUR_MAPS[cmap], name=cmap).with_extremes(bad=MASKED)
-        # "nearest" keeps each cell a crisp square at any size
-        self.im = ax.imshow(np.zeros((1, 1)), cmap=self.cmap, norm=self.norm, interpolation="nearest")
-        ax.set_xlabel("key position")
-        ax.set_ylabel("query position")
-        # fixed label places: matplotlib otherwise measures every tick label on every draw
-        ax.xaxis.set_label_coords(0.5, -0.1)
-        ax.yaxis.set_label_coords(-0.12, 0.5)
-        ax.tick_params(labelsize=_pt(TICK_PX), length=2)
-        self.colorbar = None
-        if colorbar:
-            self.colorbar = ax.figure.colorbar(self.im, ax=ax, fraction=0.046, pad=0.04)
-            self.colorbar.set_label(colorbar_label or label)
-            self.colorbar.ax.tick_params(labelsize=_pt(TICK_PX))
-        self.matrix = None
-        self.labels: list[str] | None = None
-        self._cells: list[tuple[int, int, str, str]] = []
-        self._texts = []
-
-    def update(self, matrix, tokens=None, annotate: bool | None = None) -> np.ndarray:
-        """Draw ``matrix`` (T_q, T_k); ``tokens`` (one character per position) label both axes."""
-        arr = to_numpy(matrix)
-        n_rows, n_cols = arr.shape
-        if tokens is not None and not (len(tokens) == n_rows == n_cols):
-            raise ValueError(f"tokens must give one character per position: expected {n_cols}, got {len(tokens)}")
-        if annotate is None:
-            annotate = max(n_rows, n_cols) <= ANNOTATE_MAX_T
-        shown = np.ma.masked_invalid(arr)  # -inf (a masked score) takes the grey "bad" colour
-        self.im.set_data(shown)
-        self.im.set_extent((-0.5, n_cols - 0.5, n_rows - 0.5, -0.5))
-        self.matrix = arr
-        self.labels = None if tokens is None else [token_label(ch) for ch in tokens]
-        self._cells = []
-        if annotate:
-            colors = self.cmap(self.norm(shown))
-            self._cells = [(j, i, self._number(arr[i, j]), contrast_color(colors[i, j]))
-                           for i in range(n_rows) for j in range(n_cols)]
-        self._draw_texts(n_rows, n_cols)
-        return arr
-
-    def _number(self, v: float) -> str:
-        if np.isneginf(v):
-            return "−∞"
-        return self.fmt.format(v).replace("-", "−")
-
-    def _draw_texts(self, n_rows: int, n_cols: int):
-        for t in self._texts:
-            t.remove()
-        self._texts = [self.ax.text(j, i, s, ha="center", va="center", color=c, fontsize=_pt(CELL_PX))
-                       for j, i, s, c in self._cells]
-        for axis, n in ((self.ax.xaxis, n_cols), (self.ax.yaxis, n_rows)):
-            step = self._step(n)
-            axis.set_major_locator(FixedLocator(range(0, n, step)))
-            axis.set_ticklabels([self._tick(i) for i in range(0, n, step)])
-
-    def _step(self, n: int) -> int:
-        # every position while that stays legible, else every few
-        return 1 if self.labels is not None or n <= 16 else max(1, n // 8)
-
-    def _tick(self, i: int) -> str:
-        return self.labels[i] if self.labels is not None else str(i)
+def _heatmap(ax, arr: np.ndarray, kind: str = "weights", limit: float | None = None, colorbar: bool = True,
+             colorbar_label: str | None = None, tokens=None, annotate: bool | None = None):
+    """Draw ``arr`` (T_q, T_k) on ``ax`` and return its image: ``kind`` "weights" (viridis on 0..1) or
+    "scores" (RdBu_r on ±``limit``, -inf cells grey); ``tokens`` (one character per position) label both axes."""
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {sorted(KINDS)}; got {kind!r}")
+    cmap_name, label, fmt = KINDS[kind]
+    if kind == "scores":
+        limit = 1.0 if limit is None else float(limit)
+        norm = Normalize(-limit, limit)
+    else:
+        norm = Normalize(0.0, 1.0)
+    cmap = ListedColormap(COLOUR_MAPS[cmap_name], name=cmap_name).with_extremes(bad=MASKED)
+    # "nearest" keeps each cell a crisp square at any size
+    im = ax.imshow(np.zeros((1, 1)), cmap=cmap, norm=norm, interpolation="nearest")
+    ax.set_xlabel("key position")
+    ax.set_ylabel("query position")
+    # fixed label places: matplotlib otherwise measures every tick label on every draw
+    ax.xaxis.set_label_coords(0.5, -0.1)
+    ax.yaxis.set_label_coords(-0.12, 0.5)
+    ax.tick_params(labelsize=_pt(TICK_PX), length=2)
+    if colorbar:
+        bar = ax.figure.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
+        bar.set_label(colorbar_label or label)
+        bar.ax.tick_params(labelsize=_pt(TICK_PX))
+    n_rows, n_cols = arr.shape
+    if tokens is not None and not (len(tokens) == n_rows == n_cols):
+        raise ValueError(f"tokens must give one character per position: expected {n_cols}, got {len(tokens)}")
+    if annotate is None:
+        annotate = max(n_rows, n_cols) <= ANNOTATE_MAX_T
+    shown = np.ma.masked_invalid(arr)  # -inf (a masked score) takes the grey "bad" colour
+    im.set_data(shown)
+    im.set_extent((-0.5, n_cols - 0.5, n_rows - 0.5, -0.5))
+    labels = None if tokens is None else [token_label(ch) for ch in tokens]
+    if annotate:
+        colors = cmap(norm(shown))
+        for i in range(n_rows):
+            for j in range(n_cols):
+                ax.text(j, i, _number(arr[i, j], fmt), ha="center", va="center", color=contrast_color(colors[i, j]),
+                        fontsize=_pt(CELL_PX))
+    for axis, n in ((ax.xaxis, n_cols), (ax.yaxis, n_rows)):
+        step = 1 if labels is not None or n <= 16 else max(1, n // 8)  # every position while legible
+        axis.set_major_locator(FixedLocator(range(0, n, step)))
+        axis.set_ticklabels([labels[i] if labels is not None else str(i) for i in range(0, n, step)])
+    return im
 
 
 def _finite_limit(arrays) -> float:
@@ -187,7 +156,7 @@ def attention_heatmap(matrix, ax=None, tokens=None, annotate: bool | None = None
         limit = _finite_limit([arr])
     if ax is None:
         ax = new_figure(pyplot=True).add_subplot()
-    HeatmapArtist(ax, kind=kind, limit=limit, colorbar_label=colorbar_label).update(arr, tokens, annotate)
+    _heatmap(ax, arr, kind, limit, colorbar_label=colorbar_label, tokens=tokens, annotate=annotate)
     if title is not None:
         ax.set_title(title, fontsize=_pt(12))
     return ax
@@ -209,17 +178,15 @@ def show_heatmaps(matrices: Sequence, titles: Sequence[str], kinds: Sequence[str
     limit = _finite_limit([m for m, k in zip(mats, kinds) if k == "scores"])
     fig = new_figure(figsize=(2.6 * len(mats) + 1.0, 3.0), pyplot=True, layout="constrained")
     axes = fig.subplots(1, len(mats), squeeze=False)[0]
-    artists = []
+    images = []
     for n, (ax, m, t, k) in enumerate(zip(axes, mats, titles, kinds)):
-        art = HeatmapArtist(ax, kind=k, limit=limit, colorbar=False)
-        art.update(m, tokens, annotate)
+        images.append(_heatmap(ax, m, k, limit, colorbar=False, tokens=tokens, annotate=annotate))
         ax.set_title(t, fontsize=_pt(12))
         if n:
             ax.set_ylabel("")
-        artists.append(art)
     for kind in dict.fromkeys(kinds):
-        group = [a for a, k in zip(artists, kinds) if k == kind]
-        bar = fig.colorbar(group[0].im, ax=[a.ax for a in group], shrink=0.8, pad=0.02)
+        group = [(im, ax) for im, ax, k in zip(images, axes, kinds) if k == kind]
+        bar = fig.colorbar(group[0][0], ax=[ax for _, ax in group], shrink=0.8, pad=0.02)
         bar.set_label(KINDS[kind][1])
         bar.ax.tick_params(labelsize=_pt(TICK_PX))
     return fig

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from attention_lab.questions.forms import choice_question, fmt, number_question, question, within
+
+
+EULER_GAMMA = 0.5772156649015329  # the Euler–Mascheroni constant: 1 + 1/2 + ... + 1/T ≈ ln T + γ
 
 
 def _tril(T):
@@ -64,6 +69,11 @@ def ch1_column(w):
                             f"gets 1 + 1/2 + ... + 1/{T}."),
          (w[:-1, 0].sum(), f"an off-by-one: 1 + 1/2 + ... + 1/{T - 1} stops at row {T - 2}; rows go up to "
                            f"{T - 1}, whose weight is 1/{T}."),
-         (w[0, 0] / T, f"your causal average includes the future: with torch.triu only row 0 would see "
-                       f"position 0, with weight 1/{T}; w is torch.tril.")],
+         (w[T - 1, 0], f"1/{T} = {fmt(w[T - 1, 0])} is one weight: row {T - 1}'s weight at position 0 (or "
+                       f"the sum of column {T - 1}, which only row {T - 1} reaches). Column 0 collects a weight "
+                       f"from every row, 1/(t + 1) from row t: add them, 1 + 1/2 + ... + 1/{T}."),
+         (math.log(T) + EULER_GAMMA, f"an estimate: ln {T} + γ ≈ {fmt(math.log(T) + EULER_GAMMA)} approximates "
+                                     f"1 + 1/2 + ... + 1/T for large T; at T = {T} it falls "
+                                     f"{right - math.log(T) - EULER_GAMMA:.2f} short of the exact sum, "
+                                     f"{fmt(right)}.")],
         {"abs": 0.005, "rel": 0.01})

@@ -8,8 +8,9 @@ from attention_lab.questions.forms import choice_question, number_question, ques
 
 
 @question("ch2-learned")
-def ch2_learned(key, query, value, k):
+def ch2_learned(key, query, value, k, x):
     layers = (key, query, value)
+    x_shape, x_size = tuple(x.shape), x.numel()
     right = sum(p.numel() for m in layers for p in m.parameters())
     out_f, in_f = key.weight.shape
     return number_question(
@@ -22,7 +23,11 @@ def ch2_learned(key, query, value, k):
          (3 * k.numel(), f"those are the entries of k, q and v, {tuple(k.shape)} each: they are computed "
                          "from x, not learned; what is learned is the layers' weights."),
          (3 * (in_f + out_f), f"({out_f}, {in_f}) is a weight of {out_f} × {in_f} numbers, not "
-                              f"{out_f} + {in_f}.")],
+                              f"{out_f} + {in_f}."),
+         (2 * key.weight.numel(), f"that is two projections, 2 × {out_f * in_f}: the value layer learns its "
+                                  f"own ({out_f}, {in_f}) weight too, three in all."),
+         (x_size, f"that is the number of entries of x, {' × '.join(str(n) for n in x_shape)}: x is the "
+                  "input, given afresh for every batch; what is learned is the layers' weights.")],
         {"abs": 0.5})
 
 
@@ -34,7 +39,8 @@ def ch2_symmetric(scores):
         "ch2-symmetric", "2.2", "Is the grid symmetric: is entry (i, j) equal to entry (j, i)?",
         {"a": "Yes: a dot product is the same either way round, q·k = k·q.",
          "b": "No: entry (i, j) pairs query i with key j, and entry (j, i) pairs query j with key i.",
-         "c": "Yes: a token's query and its key are both computed from the same vector x_i."},
+         "c": "Yes: a token's query and its key are both computed from the same vector x_i.",
+         "d": "No: the causal rule lets query i see key j only when j ≤ i, so one of the two entries is gone."},
         "a" if symmetric else "b",
         f"entry (2, 5) is q_2·k_5 = {grid[2, 5]:.2f} and entry (5, 2) is q_5·k_2 = {grid[5, 2]:.2f}: two "
         "different pairs of vectors, since a token's query and its key come from different matrices.",
@@ -42,4 +48,7 @@ def ch2_symmetric(scores):
               f"q_2·k_5, two different pairs ({grid[5, 2]:.2f} and {grid[2, 5]:.2f} here).",
          "c": "the same x_i, but through two different matrices: q_i = x_i W_Q and k_i = x_i W_K, with "
               "W_Q = query.weight.T. Only with W_K = W_Q (tied) would the grid be symmetric.",
-         "b": "the grid is symmetric here; query i against key j equals query j against key i."})
+         "b": "the grid is symmetric here; query i against key j equals query j against key i.",
+         "d": f"not for that reason: this grid has no mask yet (chapter 4 applies it), so both entries are there, "
+              f"(2, 5) = {grid[2, 5]:.2f} above the diagonal and (5, 2) = {grid[5, 2]:.2f} below it. They differ "
+              "because they pair different vectors, query 2 with key 5 and query 5 with key 2."})

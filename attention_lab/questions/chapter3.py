@@ -11,24 +11,29 @@ from attention_lab.questions.forms import fmt, number_question, question
 
 
 @question("ch3-variance")
-def ch3_variance(d_k, C, n=100_000, seed=0):
-    g = torch.Generator().manual_seed(seed)  # its own stream: the chapter's random numbers stay as they are
-    qs = torch.randn(n, d_k, generator=g, dtype=torch.float64)  # (n, d_k)
-    ks = torch.randn(n, d_k, generator=g, dtype=torch.float64)  # (n, d_k)
-    dots = (qs * ks).sum(dim=-1)  # (n,)
-    right = (dots / math.sqrt(d_k)).var()
+def ch3_variance(d_k, C):
+    """The variance argument's numbers, exact: Var(q·k) = d_k for unit-variance q and k, so a factor s on q·k
+    gives the variance s² d_k. The chapter's table (section 3.4) is the measurement; this draws nothing."""
+    var = float(d_k)  # Var(q·k): d_k independent terms of variance 1
+    root = math.sqrt(d_k)
     return number_question(
-        "ch3-variance", "3.1", f"Var(q·k / √d_k) for unit-variance q and k at d_k = {d_k}", right,
-        f"q·k adds {d_k} independent terms of variance 1, so its variance is {d_k}; dividing by "
-        f"√{d_k} = {fmt(math.sqrt(d_k))} divides the variance by {d_k}, back to 1 (measured on {n:,} pairs: "
-        f"{right:.3f}).",
-        [(dots.var(), f"no 1/√d_k scaling: that is the variance of q·k itself, about d_k = {d_k}; divide "
-                      f"by √d_k = √{d_k}."),
-         ((dots / d_k).var(), f"dividing by d_k: you divided by d_k = {d_k}; divide by its square root, "
-                              f"√d_k (by {d_k} the variance falls to 1/{d_k})."),
-         ((dots / math.sqrt(C)).var(), f"scaling by √C: you divided by √C = √{C}, the model width; the scale "
-                                       f"is 1/√d_k with d_k = {d_k}."),
-         ((dots * math.sqrt(d_k)).var(), f"multiplying by √d_k: divide q·k by √d_k = √{d_k}, don't multiply.")],
+        "ch3-variance", "3.1", f"Var(q·k / √d_k) for unit-variance q and k at d_k = {d_k}", var / d_k,
+        f"q·k adds {d_k} independent terms of variance 1, so its variance is {d_k}; dividing a number by "
+        f"√{d_k} = {fmt(root)} divides its variance by {fmt(root)}² = {d_k}, back to 1. The table in "
+        "section 3.4 measures it.",
+        [(var, f"no 1/√d_k scaling: that is the variance of q·k itself, d_k = {d_k}; divide by √d_k = √{d_k}."),
+         (var / d_k ** 2, f"dividing by d_k: you divided by d_k = {d_k}; divide by its square root, "
+                          f"√d_k (by {d_k} the variance falls to 1/{d_k})."),
+         (var / C, f"scaling by √C: you divided by √C = √{C}, the model width; the scale "
+                   f"is 1/√d_k with d_k = {d_k}."),
+         (var * d_k, f"multiplying by √d_k: divide q·k by √d_k = √{d_k}, don't multiply."),
+         (var / root, f"that is {d_k} / √{d_k} = {fmt(root)}, the variance divided by √d_k once: dividing a number "
+                      f"by √{d_k} divides its variance by the square, {d_k}."),
+         (root, f"{fmt(root)} is the standard deviation of the raw q·k, √{d_k}; the question asks for the "
+                "variance after the scaling."),
+         (1 / root, f"that is 1/√{d_k} = {fmt(1 / root)}, as if q·k had variance 1 and the scaling divided it "
+                    f"by √d_k; but q·k adds {d_k} terms of variance 1, variance {d_k}, and dividing by √{d_k} "
+                    f"divides that by {d_k}.")],
         {"rel": 0.1})
 
 
@@ -62,6 +67,9 @@ def ch3_gradient(logits, saturated=(8.0, 0.0)):
                                "e^z by the row's sum, which grows with it."),
          (even * (1 - even), "p(1 − p) = 0.25 is the largest the gradient gets, at equal logits (p = 0.5); "
                              f"here p = {p[0]:.4f}."),
+         (0.0, f"adding one number to every logit leaves the softmax unchanged, but here only the first "
+               f"logit moves: its weight p = {p[0]:.4f} grows with it, at the rate p(1 − p)."),
          (grad_sat[0], f"that is the gradient at {shown_sat}, the row printed above; this row is {shown}, "
                        f"with p = {p[0]:.4f}.")],
-        {"rel": 0.05}, hint="scientific notation such as 1e-5 is fine")
+        # 5e-5 lets the saturated row's 0.000335 be typed as printed, 0.0003; every other answer is 0.1 or more
+        {"rel": 0.05, "abs": 5e-5}, hint="scientific notation such as 1e-3 is fine")

@@ -35,7 +35,9 @@ def ch4_row_one(q, k, tril, b=0, i=2, j=0):
           "again flattens the row; take the softmax of the printed numbers as they are."),
          (1 / (i + 1), f"that is 1/{i + 1}, the plain average of chapter 1: row {i} keeps {i + 1} keys, but the "
                        "softmax shares the weight by their scores, e^score over the row's sum, not evenly.")],
-        {"abs": 0.004})  # two-decimal scores put the weight within 0.002; the mistakes lie 0.0085 apart
+        {"abs": 0.004},  # two-decimal scores put the weight within 0.002; the mistakes lie 0.0085 apart
+        none=f"Take e^score of each of row {i}'s {i + 1} printed scores and divide key {j}'s by their sum; "
+             "section 4.7 prints the weights.")
 
 
 @question("ch4-unmasked")
@@ -78,8 +80,8 @@ def ch4_all_masked(row):
     sdpa_says = ("the one F.scaled_dot_product_attention gives: it returns zeros for a row with no key left "
                  "(section 4.9 shows it)" if sdpa_zero else "the one a mask-aware function could give")
     return choice_question(
-        "ch4-all-masked", "4.3", f"A row of {n} scores in which every key is masked with -inf: what does the "
-                                 "softmax give?",
+        "ch4-all-masked", "4.3", f"A row of {n} scores in which every key is masked with -inf: what does "
+                                 "F.softmax give?",
         {"a": f"{n} zeros: no key is allowed, so no key gets weight.",
          "b": f"1/{n} on every key: the masked entries are all equal, and equal scores share the weight evenly.",
          "c": "nan on every key: no finite number is left in the row."},

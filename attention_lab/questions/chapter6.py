@@ -25,7 +25,7 @@ def ch6_uniform(vocab_size):
          (1 / n, f"that is the probability a uniform guess gives each character, 1/{n}; the loss is −ln of it."),
          (n, f"that is e^loss, the number of equally likely characters (the perplexity); the loss is ln {n}."),
          (-right, "the loss is −ln p, and ln p is negative, so the loss is positive.")],
-        {"rel": 0.01})
+        {"abs": 0.01}, hint="two decimals are enough, such as 1.23")
 
 
 @question("ch6-identity")
@@ -41,8 +41,8 @@ def ch6_identity(identity, losses, head="HeadLM", bigram="BigramLM"):
         "ch6-identity", "6.2", f"IdentityLM is {head} with its attention weights fixed to the identity: each "
                                "position reads its own value vector and nothing before it. Trained the same way, "
                                "where does its validation loss land?",
-        {"a": f"About the bigram's {b:.3f}: without a look back it knows the current character and its "
-              "position, which is what a bigram table knows.",
+        {"a": f"About the bigram's {b:.3f}: without a look back it has the current character and its "
+              "position, and a position says little about the next character.",
          "b": f"Between the bigram's {b:.3f} and {head}'s {h:.3f}: its value projection and lm_head are "
               "layers the bigram does not have.",
          "c": f"About {head}'s {h:.3f}: the gain came from the embeddings and the extra layers, not from "
@@ -93,11 +93,14 @@ def ch6_looks(trained, untrained):
         f"character and gives {back:.2f} to the one before it; the untrained head keeps only {u_own:.2f} on "
         "itself.",
         {"a": f"the current character gets only {own:.2f} of a row on average here.",
-         "b": f"the character before gets only {back:.2f} of a row on average; the current character gets "
-              f"{own:.2f}.",
-         "c": f"evenly would be about {even:.2f} a key; the trained head keeps {own:.2f} on the current "
-              f"character. Spreading the weight is the untrained head's habit ({u_own:.2f} on itself).",
-         "d": f"the first character gets {first:.2f} of a row on average; the current one gets {own:.2f}."})
+         "b": f"the bigram's clue is the current character, and this head is the only road to lm_head: a head "
+              f"that looked one back would lose it. The character before gets {back:.2f} of a row on "
+              f"average, the current character {own:.2f}.",
+         "c": f"an even spread is the untrained head's habit ({u_own:.2f} on itself); training sharpened it. "
+              f"Evenly would be about {even:.2f} a key, and the trained head keeps {own:.2f} on the current "
+              "character.",
+         "d": f"a line's first character says little about the next one; it gets {first:.2f} of a row on "
+              f"average, the current character {own:.2f}."})
 
 
 @question("ch6-residual")

@@ -39,8 +39,9 @@ def within(x: float, value: float, tol: dict) -> bool:
     return abs(x - value) <= max(tol.get("abs", 0.0), tol.get("rel", 0.0) * abs(value))
 
 
-def number_question(qid, number, prompt, right, why, mistakes, tol, hint=""):
-    """A question answered by a number: ``right`` and each ``(value, message)`` of ``mistakes``."""
+def number_question(qid, number, prompt, right, why, mistakes, tol, hint="", none=""):
+    """A question answered by a number: ``right`` and each ``(value, message)`` of ``mistakes``; ``none``, what
+    to do when the entry is neither (else: work it out again, or read on)."""
     answers = [{"value": float(right), "right": True, "say": "✓ Right: " + why}]
     for value, say in mistakes:
         value = float(value)
@@ -55,8 +56,8 @@ def number_question(qid, number, prompt, right, why, mistakes, tol, hint=""):
         a["value"] = float(f"{a['value']:.6g}")
     return {"question": qid, "number": number, "kind": "number", "prompt": prompt, "tolerance": tol,
             "answers": answers, "hint": hint,
-            "none": "✗ No mistake this question knows of gives that number. Work it out again from the "
-                    "cells above, or read on: the next cells compute it."}
+            "none": "✗ No mistake this question knows of gives that number. " + (
+                none or "Work it out again from the cells above, or read on: the next cells compute it.")}
 
 
 def choice_question(qid, number, prompt, options, right, why, mistakes):

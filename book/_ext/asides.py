@@ -1,14 +1,8 @@
 """Closed asides that hold code cells: ``{aside-start} Title`` ... ``{aside-end}``, in cells of their own.
 
-A chapter folds what is for the curious into an aside the reader opens on demand. A ``:class: dropdown``
-admonition does that for text, but a markdown cell cannot hold the code cells and outputs that an aside
-about, say, which attention kernel PyTorch ran is made of. So, as sphinx-exercise's gated solutions do,
-an aside is two markers in markdown cells of their own, and every cell between them (markdown, code and
-outputs) goes into one closed admonition with the start marker's title. sphinx-togglebutton, which Jupyter
-Book enables, folds it (its class ``dropdown``). The launch notebooks show the two markers as lines that
-say where the aside starts and ends (course/plain_markdown.py).
-
-The build stops on an aside that is not closed in the same section, or closed twice.
+As sphinx-exercise's gated solutions do, every cell between the two markers (markdown, code, outputs)
+goes into one closed ``dropdown`` admonition with the start marker's title. The build stops on an aside
+not closed in its section, or closed twice; the launch notebooks show the markers as lines.
 """
 
 from __future__ import annotations

@@ -1,13 +1,8 @@
 """Number exercises by chapter: "Exercise 3.2" is the second exercise of `lessons/03_scaled_dot_product`.
 
-sphinx-exercise registers its exercises as an enumerable node type, ``exercise``, so Sphinx numbers them
-with the figures: one counter across the whole book (chapter 3 would start at Exercise 5). Sphinx stores
-those numbers in ``env.toc_fignumbers[docname]["exercise"]`` when every page has been read; everything
-that shows an exercise's number reads them from there: the exercise's own title, the "Solution to
-Exercise ..." title, and every ``{ref}`` or ``{numref}`` to an exercise from any page (sphinx-exercise
-turns a plain ``{ref}`` to an exercise into a numbered reference). So this extension rewrites that one
-table, right after Sphinx fills it, as (chapter, k): the chapter's number from its file name
-``NN_slug`` and k = 1, 2, ... in the order the exercises stand in the chapter. The notebooks use the
+Sphinx numbers sphinx-exercise's exercises with one counter across the book, in
+``env.toc_fignumbers[docname]["exercise"]``, which every title and reference reads; this extension rewrites
+that table, right after Sphinx fills it, as (chapter from the file name, k in order). The notebooks use the
 same rule (:func:`exercise_number`).
 """
 

@@ -1,25 +1,11 @@
 """A build of the book without solutions: ``BOOK_SOLUTIONS=hidden`` (``make book-without-solutions``).
 
-By default the book shows every worked solution in its dropdown. With ``BOOK_SOLUTIONS=hidden`` in the
-environment (or ``course_solutions: hidden`` under ``sphinx: config:`` in _config.yml) the pages carry
-the exercises and their checks, and no solution: no solution box, none of the solution's code cells,
-text answers or demonstrations, and no way back to them through the page's source:
-
-- a transform removes every solution node. It runs at priority 11, right after sphinx-exercise's
-  ``MergeGatedSolutions`` (priority 10) has gathered each gated solution, the code cells between
-  ``{solution-start}`` and ``{solution-end}`` included, into one node; a plain ``{solution}`` is one node
-  from the start. (sphinx-exercise's own ``hide_solutions: true`` cannot do this for gated solutions: its
-  ``{solution-start}`` returns nothing while ``{solution-end}`` still makes a node, which crashes the
-  build, and the cells between the markers would be published anyway.) The check cells after
-  ``{solution-end}`` stay, with their stored output;
-- the pages' sources are not copied into the build (``html_copy_source``), and the theme's download
-  button, which links to them, is off: the chapters' ``.ipynb`` files hold the solutions;
-- when a build switches between the two modes in the same output folder, the folder is emptied first,
-  so no file left by the other build (a copied source, a solution's picture) is published with it.
-  The build writes its mode to ``.solutions`` in the output folder; the deploy workflow reads it to make
-  sure a solution-free publication really was built without them.
-
-The output goes where it always does, ``_build/html``, so the deploy workflow publishes it as it is.
+With ``BOOK_SOLUTIONS=hidden`` (or ``course_solutions: hidden`` in _config.yml's ``sphinx: config:``) the
+pages keep the exercises and their checks and lose every solution: a transform at priority 11, right after
+sphinx-exercise's ``MergeGatedSolutions`` has gathered each gated solution into one node, removes them
+(sphinx-exercise's own ``hide_solutions`` crashes on gated solutions); page sources are not copied and
+the download button is off; an output folder built in the other mode is emptied first, and the mode is
+written to ``.solutions`` there for the deploy workflow to check.
 """
 
 from __future__ import annotations

@@ -1,26 +1,12 @@
 """Stop the build when a notebook page would publish broken code, a stored error or a malformed file.
 
-The book publishes the outputs committed in its notebooks without running them (``execute_notebooks:
-"off"``), so a code cell that lost a colon, or a stored ``NameError`` traceback, would go out as it is,
-and a notebook cut in half would stop the build with nbformat's traceback, naming no file. Before the
-pages are read, every notebook page of the book is checked, and each problem is one error line naming
-the file, the cell (index, id, first line), the problem and the fix:
-
-- a code cell whose source does not parse as Python (IPython magics such as ``%timeit`` and ``!pip``
-  are transformed first, as IPython does, so they pass);
-- a stored output of type ``error``;
-- a file that is not a readable notebook (course/notebook_file.py ``parse_notebook``, the reader every tool
-  uses): its page is then read as a one-cell placeholder, so the build goes on to report every problem
-  instead of stopping at nbformat's traceback.
-
-A cell tagged ``raises-exception`` is the lesson showing an error on purpose: it passes both checks.
-Nothing is executed (re-running the chapters and comparing outputs is nbval's job).
-
-Why here, and not in ``python -m course check``: this extension runs in every build of the book, so
-``make book``, ``make book-without-solutions``, the deploy workflow (which runs ``make book``) and a bare
-``jupyter-book build .`` all stop; and it reads the files on disk at every build, not only the pages
-Sphinx re-reads, so an incremental build that re-reads nothing still fails. With ``-W`` the errors fail
-the build as any warning does; without it, the build still exits 1 (``build-finished``).
+The book publishes the committed outputs without running them, so before the pages are read every
+notebook page is checked, one error line a problem naming the file, the cell, the problem and the fix: a
+code cell that does not parse as Python (IPython magics transformed first), a stored ``error`` output, a
+file that is not a readable notebook (then read as a one-cell placeholder, so every problem is reported).
+A cell tagged ``raises-exception`` passes. Here rather than in ``python -m course check`` so that every
+build, a bare ``jupyter-book build .`` and an incremental one included, stops; without ``-W`` the build
+still exits 1.
 """
 
 from __future__ import annotations

@@ -1,18 +1,11 @@
 """The explorers of the hosted book: each explorer output becomes the page engine's explorer.
 
-An explorer's output carries its config in its metadata (``attention_lab.explorers.PAGE_KEY``: which
-explorer, its controls and words, the values it starts on, the chapter's own tensors). Here, as Sphinx
-reads a chapter (``source-read``, before myst-nb parses it), that output becomes
-``<div class="attention-explorer" data-explorer="NAME">`` holding the config as JSON with the colour maps
-added, and its picture for front ends without widgets is dropped. The engine, the same files a kernel's
-widget view runs (``attention_lab/static/engine/``, package data), is written into the built book as
-``_static/engine/explorers.js`` and ``explorers.css`` and added to the pages that hold an explorer
-(``html-page-context``). They live in a subfolder of ``_static``: Jupyter Book adds every ``.js`` at its
-top level to every page.
-
-Why at read time, on the notebook's JSON: nbval compares the stored text outputs, so the notebook on disk
-keeps its text/plain; only the page changes. An explorer the page cannot compute (a learner's ``Head``
-that only a kernel runs) keeps its picture and the line under it.
+As Sphinx reads a chapter (``source-read``, before myst-nb parses it), an output whose metadata holds an
+explorer's config (``attention_lab.explorers.PAGE_KEY``) becomes ``<div class="attention-explorer"
+data-explorer="NAME">`` holding the config as JSON, colour maps added, and its static picture goes. The
+engine (``attention_lab/static/engine/``) is written into ``_static/engine/``, a subfolder because Jupyter
+Book adds every top-level ``.js`` to every page, and added to the pages that hold an explorer. At read
+time so that the notebook on disk, which nbval compares, keeps its outputs.
 """
 
 from __future__ import annotations
@@ -72,9 +65,11 @@ def read_source(app, docname: str, source: list) -> None:
 
 
 def add_assets(app, pagename, templatename, context, doctree) -> None:
-    if MARK in context.get("body", ""):
-        app.add_js_file(SCRIPT, defer="defer")
-        app.add_css_file(STYLE)
+    for mark, script, style in ((MARK, SCRIPT, STYLE), (page_questions.MARK, page_questions.SCRIPT,
+                                                        page_questions.STYLE)):
+        if mark in context.get("body", ""):
+            app.add_js_file(script, defer="defer")
+            app.add_css_file(style)
 
 
 def write_engine(app, exception) -> None:

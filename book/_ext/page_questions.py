@@ -5,7 +5,7 @@ explorers' key, ``attention_lab_page``, with ``"question"`` where an explorer's 
 ``page_explorers.to_page`` swaps that output for :func:`question_html` when Sphinx reads the chapter,
 hides the cell's code (:func:`hide_source`), and calls :func:`drop_kernel_checks`, which removes the cells tagged ``question-check`` (the kernel's
 ``answer = None`` and ``questions.check(...)``: the page answers instead). ``engine/questions.js``
-builds the form from the JSON and matches the reader's answer against it; this extension adds it, and
+builds the form from the JSON and matches the reader's answer against it; ``page_explorers`` adds it, and
 its stylesheet, to the pages that hold a question. The answers are in the page's source, never in its
 visible text before the reader answers; the note under each question says so.
 """
@@ -44,14 +44,3 @@ def drop_kernel_checks(nb: dict) -> int:
     kept = [c for c in cells if CHECK_TAG not in c.get("metadata", {}).get("tags", [])]
     nb["cells"] = kept
     return len(cells) - len(kept)
-
-
-def add_assets(app, pagename, templatename, context, doctree) -> None:
-    if MARK in context.get("body", ""):
-        app.add_js_file(SCRIPT, defer="defer")
-        app.add_css_file(STYLE)
-
-
-def setup(app):
-    app.connect("html-page-context", add_assets)
-    return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,16 +1,9 @@
 """Render the maths at build time, with KaTeX's stylesheet and fonts served from the book, when they exist.
 
-`python -m course vendor` (run by `make book`) copies KaTeX's stylesheet and fonts from node_modules into
-book/_static/vendor/ and writes vendor/manifest.json. At build time this extension reads the manifest:
-- present: sphinxcontrib-katex turns every formula into HTML while the book builds (`katex_prerender`,
-  which runs `node`), styled by the copied stylesheet: pages load no maths script at all, and the book
-  makes no third-party request;
-- absent (no Node on the machine): the maths is left to Sphinx's default MathJax 3 from a CDN, and the
-  build log says so in a notice (not a warning, so `-W` builds still pass). Set
-  BOOK_REQUIRE_SELFHOSTED=1 to make it an error, as the deploy workflow does.
-
-No page loads a widget manager: the explorers are drawn by the page engine (book/_ext/page_explorers.py)
-and no chapter stores widget state.
+With ``book/_static/vendor/manifest.json`` (``python -m course vendor``), sphinxcontrib-katex renders every
+formula while the book builds (``katex_prerender``, which runs ``node``) and pages load no maths script;
+without it, the maths is left to MathJax from a CDN and the build says so in a notice (an error with
+``BOOK_REQUIRE_SELFHOSTED=1``, as the deploy workflow sets).
 """
 
 from __future__ import annotations
@@ -108,7 +101,8 @@ def _start_server_process(cls, rundir: Path, timeout: float):
 def each_script_once(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
     """Drop repeated <script> entries: a bundle or a `const` declaration loaded twice breaks the page.
 
-    (sphinx-thebe 0.3.1 adds its inline `const THEBE_JS_URL = ...` twice under Jupyter Book 1.)
+    (sphinx-thebe 0.3.1 adds its inline `const THEBE_JS_URL = ...` twice under Jupyter Book 1, which loads it
+    even with `launch_buttons: thebe: false`: every page, checked with a build without this.)
     """
     scripts = context.get("script_files")
     if not scripts:

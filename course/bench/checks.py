@@ -30,7 +30,7 @@ def cases():
     """(check name, its arguments): one right answer for every check the chapters call."""
     from attention_lab import training
     from attention_lab.reference import ReferenceHead
-    from course import sweep_checks as s
+    from tests import sweep_checks as s  # the sweep's right answers
 
     torch.manual_seed(0)
     head, x = ReferenceHead(32, 16, 8), torch.randn(4, 8, 32)

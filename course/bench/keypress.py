@@ -1,34 +1,14 @@
-"""Benchmark: keypress -> painted picture, in a real JupyterLab and in the hosted book, and the pages' weight.
+"""Benchmark: keypress -> painted picture, in a real JupyterLab and in the hosted book.
 
     python -m course bench-keypress                                # both places, every chapter, 20 presses each
     python -m course bench-keypress --baseline OTHER/_build/html   # the same presses on another build, beside
     python -m course bench-keypress --chapters 01,04 --presses 30 --no-lab
 
-Printed side by side in one run, per chapter, with median and p90 (nearest rank) of the presses. Every
-explorer, in the book and in a kernel, is the page engine (attention_lab/static/engine/), whose root
-follows this contract: ``<div class="attention-explorer" data-explorer="NAME">`` holding ``<input
-type=range>`` controls, and after every paint it increments ``root.dataset.paints`` and dispatches
-``CustomEvent("explorer:painted", {bubbles: true})``. A press is timed from the keydown event's time stamp
-to the first frame painted after that event: a requestAnimationFrame callback runs before the next frame
-is painted, and a message posted from it runs after that paint.
-
-* **JupyterLab** (limit 25 ms): ``jupyter lab`` starts headless on a free port with a random token
-  (``browsing.LabServer``, shared with tests/browser/test_jupyterlab.py) on a copy of notebooks/; Chromium
-  opens a chapter, runs all its cells, focuses its explorer's first slider and presses ArrowRight (ArrowLeft
-  back from the slider's end) ``--presses`` times. Chapter 6's explorer has no slider: there a press types
-  into its text box (Backspace, then the character it removed, and so on).
-* **The hosted book** (limit 16.7 ms, one frame at 60 Hz): the built book (``--html``, default
-  _build/html) served on 127.0.0.1, each chapter page's explorers pressed the same way. With
-  ``--baseline``, the same pages of another build are pressed too, chapter by chapter in turn, so the two
-  meet the same load; a chapter slower than its baseline is said so.
-* **Page weight**: a first visit, empty cache, gzipped, of the front page and every chapter
-  (course/bench/pages.py's ``Visit``), against the limits 0.5 MB and 1.5 MB, and beside the baseline's.
-
-A press waits for its picture (``--wait`` s) before the next one, so presses never queue behind each
-other. Timing is never a test (the machine is shared): this script prints, and exits 1 when a limit is
-missed, a picture never came or a page has no explorer; tests/test_bench_keypress.py and
-tests/browser/test_bench_keypress_pages.py test its logic. Chromium is /usr/bin/chromium (or $CHROMIUM), driven
-by Playwright; every request off 127.0.0.1 is aborted; nothing is downloaded.
+Per chapter, the median and p90 (nearest rank) of the presses on its explorers' first slider (or typing in
+its text box), each timed from the keydown's time stamp to the frame painted after the engine's
+``explorer:painted`` event (static/engine/mount.js); a press waits for its picture before the next. Timing
+is never a test: it prints, and exits 1 when a limit is missed, a picture never came or a page has no
+explorer. CONTRIBUTING.md ("Keypress to picture") has the limits and the baseline's use.
 """
 
 from __future__ import annotations
@@ -37,6 +17,7 @@ import math
 import os
 import tempfile
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -48,8 +29,6 @@ from course.layout import HTML, LAUNCH
 LAB_LIMIT_MS = 25.0
 RUN_ALL_S = 600  # a chapter's Run all in JupyterLab (chapter 6 trains; a loaded machine is slow)
 PAGE_LIMIT_MS = 1000 / 60  # one frame at 60 Hz
-FRONT_PAGE = "book/intro.html"
-WEIGHT_LIMIT_MB = {"chapter": 1.5, "front": 0.5}
 
 
 def median(times: list[float]) -> float:
@@ -269,10 +248,10 @@ def add_arguments(parser) -> None:
     parser.add_argument("--presses", type=int, default=20, help="presses per chapter and place (default 20)")
     parser.add_argument("--chapters", help="comma-separated chapter stems or their starts, e.g. 01,04")
     parser.add_argument("--html", default=str(HTML), help="the built book (default _build/html)")
-    parser.add_argument("--baseline", help="another built book, pressed and weighed beside this one")
+    parser.add_argument("--baseline", help="another built book, pressed beside this one")
     parser.add_argument("--wait", type=float, default=10.0, help="seconds a press may take to paint (default 10)")
     parser.add_argument("--no-lab", action="store_true", help="skip JupyterLab")
-    parser.add_argument("--no-page", action="store_true", help="skip the hosted book (keypresses and weights)")
+    parser.add_argument("--no-page", action="store_true", help="skip the hosted book")
 
 
 def run(args) -> int:
@@ -291,14 +270,14 @@ def run(args) -> int:
 
     from playwright.sync_api import sync_playwright
 
-    lab, page, baseline, weights = {}, {}, {}, {}
+    lab, page, baseline = {}, {}, {}
     args.load = [os.getloadavg()[0]]
     with sync_playwright() as pw, tempfile.TemporaryDirectory(prefix="bench-keypress-") as home:
         browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
         if not args.no_lab:
             lab = lab_times(browser, Path(home), stems, args)
         if not args.no_page:
-            with bench_pages.serve(html) as url, (bench_pages.serve(base) if base else bench_pages._none()) as b_url:
+            with bench_pages.serve(html) as url, (bench_pages.serve(base) if base else nullcontext()) as b_url:
                 for stem in stems:  # this build and the baseline in turn, chapter by chapter: the same load
                     path = f"lessons/{stem}.html"
                     page[stem] = (page_chapter(browser, url + path, args.presses, args.wait) if (html / path).is_file()
@@ -308,15 +287,9 @@ def run(args) -> int:
                                           if (base / path).is_file() else Result(problem=f"{path} is not built there"))
                     print(f"page {stem}: {page[stem].cell(PAGE_LIMIT_MS)} ({page[stem].what})"
                           + (f"; baseline {baseline[stem].cell(None)}" if base else ""), flush=True)
-                for path in [FRONT_PAGE] + [f"lessons/{s}.html" for s in stems]:
-                    if (html / path).is_file():
-                        this = bench_pages.Visit(browser, html, url, path, 1280)
-                        then = (bench_pages.Visit(browser, base, b_url, path, 1280)
-                                if base and (base / path).is_file() else None)
-                        weights[path] = (this, then)
         browser.close()
     args.load.append(os.getloadavg()[0])
-    return report(stems, lab, page, weights, args, baseline)
+    return report(stems, lab, page, args, baseline)
 
 
 def lab_times(browser, home: Path, stems: list[str], args) -> dict:
@@ -331,7 +304,7 @@ def lab_times(browser, home: Path, stems: list[str], args) -> dict:
     return results
 
 
-def report(stems, lab: dict, page: dict, weights: dict, args, baseline: dict | None = None) -> int:
+def report(stems, lab: dict, page: dict, args, baseline: dict | None = None) -> int:
     """Print the side-by-side table; return the exit status (1 when a limit is missed, a part failed, or a
     chapter's page is slower than the baseline's beyond the p90 spread of the two)."""
     ok, problems = True, []
@@ -361,16 +334,5 @@ def report(stems, lab: dict, page: dict, weights: dict, args, baseline: dict | N
         print(row)
     for problem in problems:
         print(f"  not measured: {problem}")
-    if weights:
-        print("\nfirst visit, empty cache, gzipped, MB (course/bench/pages.py)")
-        print(f"{'page':<40} {'this':>6} {'limit':>6}" + (f" {'baseline':>9} {'ratio':>6}" if args.baseline else ""))
-        for path, (this, then) in weights.items():
-            limit = WEIGHT_LIMIT_MB["front" if path == FRONT_PAGE else "chapter"]
-            mb = this.total / 1e6
-            ok &= mb <= limit and not this.third_party
-            row = f"{path:<40} {mb:6.2f} {limit:6.1f}"
-            if then is not None:
-                row += f" {then.total / 1e6:9.2f} {this.total / then.total:6.2f}"
-            print(row + ("" if mb <= limit else "  OVER") + ("  OFF-SITE REQUESTS" if this.third_party else ""))
     print("\nall limits met" if ok else "\nlimits MISSED (or a part could not be measured: see above)")
     return 0 if ok else 1

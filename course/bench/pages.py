@@ -4,15 +4,9 @@
     python -m course bench-pages --baseline OTHER/_build/html
     python -m course bench-pages --pages lessons/02_queries_keys_values.html --top 8
 
-Each book is served on 127.0.0.1 (a port of its own); every page is opened in a fresh headless
-Chromium context (empty cache), scrolled to its end so that lazy pictures load too, and left to settle.
-Every request's body is counted as a web server would send it gzipped (level 6): a local http.server
-does not compress, so the script gzips each body itself (the file it served, or the body the browser
-received). A request that leaves localhost is blocked and counted; the script exits 1 if any was made.
-
-With --baseline both books are measured in the same run, page by page, and the ratio this/baseline is
-printed: a ratio from one run on one machine is the number to quote, not the MB alone.
-Chromium is /usr/bin/chromium (or $CHROMIUM), driven by Playwright; nothing is downloaded.
+Each page opens in a fresh headless Chromium context, scrolled to its end, and every request's body is
+counted gzipped (level 6) as a web server would send it; a request off 127.0.0.1 is blocked, counted, and
+makes the exit status 1. With --baseline both books are measured page by page in the same run, with the ratio.
 """
 
 from __future__ import annotations
@@ -21,11 +15,11 @@ import functools
 import gzip
 import http.server
 import threading
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
-from course.browser import CHROMIUM, CHROMIUM_ARGS, LOCAL_HOSTS
+from course.browser import CHROMIUM, CHROMIUM_ARGS, PageVisit
 from course.layout import HTML
 
 SKIP = ("_static/", "_sources/", "_images/")
@@ -64,16 +58,14 @@ class Visit:
     def __init__(self, browser, html: Path, base_url: str, path: str, width: int):
         self.html, self.base_url = html, base_url
         self.gz: dict[str, int] = {}
-        self.third_party: list[str] = []
-        self.failed: list[str] = []
         context = browser.new_context(viewport={"width": width, "height": 900})
         page = context.new_page()
+        visit = PageVisit(page, base_url + path)  # blocks and lists requests off localhost, and failures
+        self.third_party, self.failed = visit.third_party, visit.failed
         responses = []
-        page.route("**/*", self._route)
         page.on("response", lambda r: responses.append(r))
-        page.on("requestfailed", lambda r: self.failed.append(f"{r.url} ({r.failure})"))
         try:
-            page.goto(base_url + path, wait_until="load")
+            page.goto(visit.url, wait_until="load")
             page.wait_for_load_state("networkidle")
             # lazy pictures and fonts first used further down: scroll to the end in steps
             height = page.evaluate("() => document.documentElement.scrollHeight")
@@ -87,20 +79,10 @@ class Visit:
         finally:
             context.close()
 
-    def _route(self, route):
-        url = route.request.url
-        if url.startswith(("data:", "blob:")) or urlsplit(url).hostname in LOCAL_HOSTS:
-            route.continue_()
-        else:
-            self.third_party.append(url)
-            route.abort()
-
     def _count(self, response):
         url = response.url
         if url.startswith(("data:", "blob:")) or url in self.gz:
             return
-        if response.status >= 400:
-            self.failed.append(f"{url} (HTTP {response.status})")
         rel = unquote(urlsplit(url).path).lstrip("/")
         file = self.html / rel
         if file.is_dir():
@@ -146,7 +128,7 @@ def run(args) -> int:
     from playwright.sync_api import sync_playwright
 
     rows, offsite = [], 0
-    with sync_playwright() as pw, serve(html) as url, (serve(base) if base else _none()) as base_url:
+    with sync_playwright() as pw, serve(html) as url, (serve(base) if base else nullcontext()) as base_url:
         browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
         for path in pages:
             this = Visit(browser, html, url, path, args.width)
@@ -161,11 +143,6 @@ def run(args) -> int:
         print(f"\n{offsite} request(s) left localhost and were blocked (listed above): the book is not self-contained")
         return 1
     return 0
-
-
-@contextmanager
-def _none():
-    yield None
 
 
 def _mb(b: int) -> str:

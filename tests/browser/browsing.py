@@ -21,13 +21,17 @@ from pathlib import Path
 import pytest
 
 from course.browser import (ALL_RUN, CHROMIUM, CHROMIUM_ARGS, LAB_SETTINGS, LOCAL_HOSTS, PANEL,  # noqa: F401
-                            READY, UNRENDERED_VIEWS_JS, LabServer, PageVisit, free_port, lab_notebook,
+                            READY, LabServer, PageVisit, free_port, lab_notebook,
                             run_all_cells)
 from course.layout import HTML, ROOT
 
 SCREENSHOTS = ROOT / "_build" / "screenshots"
 AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
 ENGINE = ROOT / "attention_lab" / "static" / "engine"
+# widget-view scripts whose output area holds no rendered widget (html-manager puts the view before the script)
+UNRENDERED_VIEWS_JS = """(() => Array.from(document.querySelectorAll('script[type="application/vnd.jupyter.widget-view+json"]'))
+  .filter(s => !s.parentElement.querySelector('.jupyter-widgets:not(.jupyter-widgets-error-widget), .widget-subarea > *'))
+  .map(s => s.textContent.trim().slice(0, 80)))()"""
 
 
 class NodePage:

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 ASIDES = {  # page: (title, whether its code prints), in page order
-    "lessons/05_one_head.html": [("For the curious: how nanoGPT keeps its mask", True),
-                                 ("For the curious: which implementation ran?", True)],
+    "lessons/04_masking_the_future.html": [("For the curious: rounding near zero, and flush to zero", True)],
+    "lessons/05_one_head.html": [("For the curious: how nanoGPT keeps its mask", True)],
     "lessons/06_trained_head.html": [("For the curious: counting n-grams with tensors", False),
                                      ("For the curious: which kinds of key receive the look-back weight", True)],
 }

@@ -89,7 +89,7 @@ def test_every_chapter_has_questions_in_the_page():
     per_chapter = {}
     for c in CONFIGS:
         per_chapter.setdefault(c["number"].split(".")[0], []).append(c)
-    assert sorted(per_chapter) == [str(n) for n in range(1, 7)]
+    assert sorted(per_chapter) == [str(n) for n in range(1, 8)]
     assert all(2 <= len(v) <= 4 for v in per_chapter.values())
 
 
@@ -141,6 +141,11 @@ REWORKED = [
     ("ch3-gradient", "0.1192", "mistake", "that is 1 − p"),
     ("ch3-gradient", "3.35e-4", "mistake", "the gradient at [8, 0]"),
     ("ch3-gradient", "0,105", "right", "p(1 − p) with p = 0.8808"),
+    ("ch3-gradient", "0.0003", "mistake", "the gradient at [8, 0]"),  # typed as chapter 3 prints it
+    ("ch2-learned", "12288", "mistake", "two projections"),
+    ("ch2-symmetric", "d", "mistake", "this grid has no mask yet"),
+    ("ch3-variance", "8", "mistake", "divided by √d_k once"),
+    ("ch3-variance", "1/8", "mistake", "as if q·k had variance 1"),
     ("ch4-row-one", "0.352", "mistake", "scaled twice"),
     ("ch4-row-one", "1/3", "mistake", "plain average"),
     ("ch4-all-masked", "a", "mistake", "F.scaled_dot_product_attention gives: it returns zeros"),

@@ -79,7 +79,7 @@
     return L.engine.colour(this.map, v, scores ? -this.picture.limit : 0, scores ? this.picture.limit : 1, this.masked);
   };
 
-  Heatmap.prototype.cellText = function (v) {  // attention_lab.plots.HeatmapArtist._number
+  Heatmap.prototype.cellText = function (v) {  // attention_lab.plots.heatmaps._number
     if (v === -Infinity) return "−∞";
     return L.format.fixed(v, this.digits).replace("-", "−");
   };

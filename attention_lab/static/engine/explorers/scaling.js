@@ -60,6 +60,13 @@
       add("text", { x: Lm + 4, y: Tp + 12 + 11 * n, style: "fill: " + s[1], class: "legend" }, s[2]);
     });
     d.forEach(function (x) { add("text", { x: toXY(x, 1)[0], y: H - B + 12, class: "tick", "text-anchor": "middle" }, String(x)); });
+    // y ticks at every other power of two inside the frame (1, 4, 16, ...), as the x axis labels its d_k
+    for (var e = Math.ceil(lo); e <= Math.floor(hi); e += 1) {
+      if (e % 2) continue;
+      var y = toXY(d[0], Math.pow(2, e))[1];
+      add("line", { x1: Lm - 3, y1: y, x2: Lm, y2: y, class: "frame" });
+      add("text", { x: Lm - 5, y: y + 3, class: "tick", "text-anchor": "end" }, String(Math.pow(2, e)));
+    }
     add("text", { x: (Lm + W - R) / 2, y: H - 4, class: "axis", "text-anchor": "middle" }, words.x);
     add("text", { x: 12, y: (Tp + H - B) / 2, class: "axis", "text-anchor": "middle",
       transform: "rotate(-90 12 " + (Tp + H - B) / 2 + ")" }, words.y);

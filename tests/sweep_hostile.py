@@ -2,9 +2,8 @@
 check used to try, answers that keep state between calls, side effects that must be named on every
 run, lower precision cast back, and the inputs that crashed a check or got a generic message.
 
-Run as ``python -m course sweep-hostile`` (``-v`` lists every input that is not clear); each
-input is judged in learner and in strict mode, as in :mod:`course.sweep_checks`, whose answers it
-builds on. ``tests/test_checks_hostile.py`` requires every one to be clear, mode by mode.
+Each input is judged in learner and in strict mode, as in ``sweep_checks``, whose answers it builds on;
+``test_checks_hostile.py`` requires every one to be clear, mode by mode.
 """
 
 from __future__ import annotations
@@ -16,9 +15,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from course import sweep_checks
-from course.sweep_checks import (NEG, Head, Input, by_distance, cumsum_average, padding, score_parts, softmax,
-                                 unit_scale)
+from sweep_checks import (NEG, Head, Input, by_distance, cumsum_average, padding, score_parts, softmax,
+                          split_heads, unit_scale)
 
 OLD_LENGTHS = (8, 1, 5, 12, 7)  # the sequence lengths the checks used to try
 
@@ -141,7 +139,7 @@ def inputs() -> list[Input]:
         *[Input(f"{check} in float16, cast back", check, (in_half(right),), "fail", "general/precision")
           for check, right in [("check_cumsum_average", cumsum_average), ("check_softmax", softmax),
                                ("check_padding_mask", padding), ("check_weight_by_distance", by_distance),
-                               ("check_split_heads", sweep_checks.split_heads)]],
+                               ("check_split_heads", split_heads)]],
         Input("multihead in bfloat16, cast back", "check_multihead_sdpa", (_multihead_low,), "fail",
               "general/precision"),
         Input("head in float16, cast back", H, (type("Head", (Head,), {"forward": lambda self, x: F.scaled_dot_product_attention(
@@ -229,9 +227,3 @@ def _multihead_low(heads, x):
     q, k, v = (torch.stack([getattr(h, n)(x) for h in heads], 1).bfloat16() for n in ("query", "key", "value"))
     return F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(B, T, -1).float()
 
-
-add_arguments = sweep_checks.add_arguments
-
-
-def run(args) -> int:
-    return sweep_checks.run(args, cases=inputs)

@@ -1,8 +1,6 @@
 """Sweep: every check the chapters call, fed right answers, transforms of them, stubs, misuse and
 mistakes, in learner and strict mode; counts how each verdict reads.
 
-Run as ``python -m course sweep-checks`` (``-v`` lists every input that is not clear;
-``python -m course sweep-hostile`` runs :mod:`course.sweep_hostile`'s inputs the same way).
 Each input says what a good check does with it: pass it, answer "not yet implemented", or fail it
 (with the id of the message it should give, where one fits). Each run of an input in one mode is
 counted once, as
@@ -12,7 +10,8 @@ counted once, as
 - crash: an exception other than the check's own ``CheckFailed``;
 - wrong verdict: a wrong answer passed, a right one failed, or a stub was not recognised.
 
-``tests/test_checks_sweep.py`` runs it and requires no crash and no wrong verdict.
+``test_checks_sweep.py`` runs it and requires every input to be clear; ``course/bench/checks.py`` times the
+checks on its right answers.
 """
 
 from __future__ import annotations
@@ -21,7 +20,6 @@ import contextlib
 import copy
 import io
 import math
-import sys
 import warnings
 from collections import Counter
 from dataclasses import dataclass
@@ -507,30 +505,17 @@ def _classify_once(checks, item: Input, strict: bool) -> tuple[str, str]:
     return ("clear" if not stub else "wrong verdict"), printed.strip()[:100]
 
 
-def sweep(checks=None, verbose=False, cases=None) -> Counter:
-    """Counts of how the checks answer ``cases()`` (this module's :func:`inputs` unless given), each
-    built again and run in learner and in strict mode."""
-    if checks is None:
-        from attention_lab import checks
-    counts = Counter()
+def sweep(checks) -> tuple[Counter, list[str]]:
+    """Counts of how the checks answer :func:`inputs`, each built again and run in learner and in strict
+    mode, and a line for every input that is not clear."""
+    counts, unclear = Counter(), []
     for strict in (False, True):
-        for item in (cases or inputs)():  # built again for each mode: some inputs change their own arguments
+        for item in inputs():  # built again for each mode: some inputs change their own arguments
             with torch.random.fork_rng(devices=[]), warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # the mistakes' own warnings (x.T on 3-D, empty layers)
                 kind, said = classify(checks, item, strict)
             counts[kind] += 1
             counts["tried"] += 1
-            if verbose and kind != "clear":
-                print(f"{kind:13} {'strict' if strict else 'learner':7} {item.label}: {said}", file=sys.stderr)
-    return counts
-
-
-def add_arguments(parser) -> None:
-    parser.add_argument("-v", "--verbose", action="store_true", help="list every input that is not clear")
-
-
-def run(args, cases=None) -> int:
-    c = sweep(verbose=args.verbose, cases=cases)
-    print(f"inputs tried {c['tried']} / clear {c['clear']} / generic {c['generic']} / crash {c['crash']} "
-          f"/ wrong verdict {c['wrong verdict']}")
-    return 0
+            if kind != "clear":
+                unclear.append(f"{kind:13} {'strict' if strict else 'learner':7} {item.label}: {said}")
+    return counts, unclear
