@@ -222,3 +222,19 @@ def test_every_excused_cell_is_listed_with_its_reason_in_contributing():
                    for s, snippets, why in listed), f"{stem}: an excused cell is not in CONTRIBUTING.md's list"
         assert "nbval" not in source, f"{stem}: a harness comment in code a reader sees"
     assert len(listed) == len(tagged), "CONTRIBUTING.md lists excused cells that are no longer tagged"
+
+
+def test_a_references_section_that_lists_its_works_lists_every_work_the_chapter_cites():
+    """Chapters 4 to 6 name their works under References: every key cited above it is named there, and
+    nothing else (chapter 6 once left out vaswani2017attention)."""
+    import json
+    cite = re.compile(r"\{cite\}`([^`]+)`")
+    for path in sorted((ROOT / "lessons").glob("[0-9][0-9]_*.ipynb")):
+        cells = json.loads(path.read_text())["cells"]
+        at = next(i for i, c in enumerate(cells) if "".join(c["source"]).startswith("## References"))
+        listed = {k.strip() for m in cite.findall("".join(cells[at]["source"])) for k in m.split(",")}
+        if not listed:  # "the works cited are listed in the bibliography": nothing named, nothing to miss
+            continue
+        used = {k.strip() for c in cells[:at] if c["cell_type"] == "markdown"
+                for m in cite.findall("".join(c["source"])) for k in m.split(",")}
+        assert used == listed, (path.name, sorted(used - listed), sorted(listed - used))

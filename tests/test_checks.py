@@ -184,6 +184,15 @@ def pad_weights(scores, pad, *, fill=NEG, empty="nan_to_num", hidden="keys", cau
     return w
 
 
+def pad_over_queries(zero):
+    """The padding answer with the softmax over dim=-2, its nan zeroed by ``zero``."""
+    def fn(scores, pad):
+        T = scores.shape[-1]
+        hide = (_tril(T) == 0) | pad[:, None, :]
+        return zero(F.softmax(scores.masked_fill(hide, float("-inf")), dim=-2))
+    return fn
+
+
 def pad_in_two_steps(scores, pad):
     T = scores.shape[-1]
     scores = scores.masked_fill(torch.tril(torch.ones(T, T)) == 0, float("-inf"))
@@ -453,6 +462,18 @@ def multihead(order=None, stack_dim=1, merge=None, per_head=False, flat=False, *
     return fn
 
 
+def multihead_cat_viewed(back):
+    """The heads' q, k, v concatenated, then viewed as (B, n, T, hs) with no transpose."""
+    def fn(heads, x):
+        B, T, _ = x.shape
+        n, hs = len(heads), heads[0].key.out_features
+        q, k, v = (torch.cat([getattr(h, name)(x) for h in heads], -1).view(B, n, T, hs)
+                   for name in ("query", "key", "value"))
+        out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return out.reshape(B, T, -1) if back == "reshape" else out.transpose(1, 2).reshape(B, T, -1)
+    return fn
+
+
 def real_sdpa(values, causal=True, **sdpa):
     """The real-batch answer from one call of F.scaled_dot_product_attention, with ``values(q, k)`` as v."""
 
@@ -510,6 +531,23 @@ def head_with(Wq, Wk, C=8, hs=8, bs=8):
 def previous_token_head():
     # query t is position t, key s is position s + 1: query t meets key t - 1
     return head_with(20 * torch.eye(8), shift(8, 1))
+
+
+def previous_head_without_no_grad():
+    head = ReferenceHead(8, 8, 8)
+    head.query.weight.copy_(20 * torch.eye(8))  # a parameter that requires grad, changed in place
+    return head
+
+
+def previous_head_assigned():
+    head = ReferenceHead(8, 8, 8)
+    head.key.weight = shift(8, 1)  # a tensor where an nn.Parameter must stay
+    return head
+
+
+def previous_head_not_returned():
+    head = head_with(20 * torch.eye(8), shift(8, 1))
+    head.eval()  # built, never returned
 
 
 def head_with_data(part, W, C=8, hs=16, bs=8):
@@ -1523,6 +1561,52 @@ WRONG = [
      "layer/wrong-axes"),
     ("layer-kqv", checks.check_multi_head, (functools.partial(layer_by_hand, parts="kqv"),), "layer/parts-order"),
     ("layer-vkq-list", checks.check_multi_head, (functools.partial(layer_by_list, parts="vkq"),), "layer/parts-order"),
+    # issue 35's fifth read: the mistakes reviewers tried that no message named
+    ("pad-softmax-dim-2", checks.check_padding_mask, (pad_over_queries(torch.nan_to_num),), "pad/softmax-dim"),
+    ("pad-softmax-dim-0-of-rows", checks.check_padding_mask,
+     (pad_over_queries(lambda w: torch.where(torch.isnan(w), torch.zeros_like(w), w)),), "pad/softmax-dim"),
+    ("real-ones-v", checks.check_real_batch_weights,
+     (real_sdpa(lambda q, k: torch.ones(q.shape[0], q.shape[1], q.shape[1])), REAL_HEAD, REAL_X), "real/ones-v"),
+    ("real-ones-v-2d", checks.check_real_batch_weights,
+     (real_sdpa(lambda q, k: torch.ones(q.shape[1], q.shape[1]).expand(q.shape[0], -1, -1)), REAL_HEAD, REAL_X),
+     "real/ones-v"),
+    ("multihead-cat-view", checks.check_multihead_sdpa, (multihead_cat_viewed(back="reshape"),),
+     "multihead/viewed-without-transpose"),
+    ("multihead-cat-view-transposed-back", checks.check_multihead_sdpa, (multihead_cat_viewed(back="transpose"),),
+     "multihead/viewed-without-transpose"),
+    ("multihead-sum", checks.check_multihead_sdpa, (multihead(merge=lambda out: out.sum(1)),), "multihead/sum"),
+    ("multihead-sum-loop", checks.check_multihead_sdpa, (lambda heads, x: sum(h(x) for h in heads),), "multihead/sum"),
+    ("distance-default-dims", checks.check_weight_by_distance,
+     (lambda w: torch.stack([torch.diagonal(w, offset=-d).mean() for d in range(w.shape[-1])]),),
+     "distance/default-dims"),
+    ("distance-default-dims-loop", checks.check_weight_by_distance,
+     (lambda w: torch.stack([w.diagonal(-d).sum() / w.diagonal(-d).numel() for d in range(w.shape[-1])]),),
+     "distance/default-dims"),
+    ("distance-flipped-mean", checks.check_weight_by_distance, (lambda w: w.flip(-1).mean((0, 1)),),
+     "distance/flipped-mean"),
+    ("distance-flipped-mean-sum", checks.check_weight_by_distance,
+     (lambda w: w.flip(-1).sum((0, 1)) / (w.shape[0] * w.shape[1]),), "distance/flipped-mean"),
+    ("parts-by-dk", checks.check_score_parts,
+     (lambda m, i: [p / m.head.key.weight.shape[0] ** 0.5 for p in score_parts(m, i)], PARTS_MODEL, PARTS_IDS),
+     "parts/by-dk"),
+    ("parts-by-dk-einsum", checks.check_score_parts,
+     (lambda m, i: [p / 8 for p in score_parts_einsum(m, i)], PARTS_MODEL, PARTS_IDS), "parts/by-dk"),
+    ("parts-k-at-q", checks.check_score_parts,
+     (lambda m, i: [p.transpose(-2, -1) for p in score_parts(m, i)], PARTS_MODEL, PARTS_IDS), "parts/transposed"),
+    ("parts-k-at-q-mT", checks.check_score_parts,
+     (lambda m, i: [p.mT for p in score_parts_einsum(m, i)], PARTS_MODEL, PARTS_IDS), "parts/transposed"),
+    ("previous-no-grad", checks.check_previous_token_head, (previous_head_without_no_grad,), "previous/no-grad"),
+    ("previous-no-grad-fill", checks.check_previous_token_head,
+     (lambda: ReferenceHead(8, 8, 8).query.weight.mul_(20),), "previous/no-grad"),
+    ("previous-assigned", checks.check_previous_token_head, (previous_head_assigned,), "previous/assigned"),
+    ("previous-assigned-query", checks.check_previous_token_head,
+     (lambda: setattr(ReferenceHead(8, 8, 8).query, "weight", 20 * torch.eye(8)),), "previous/assigned"),
+    ("previous-none", checks.check_previous_token_head, (lambda: None,), "previous/none"),
+    ("previous-none-built", checks.check_previous_token_head, (previous_head_not_returned,), "previous/none"),
+    ("previous-negative", checks.check_previous_token_head, (lambda: head_with(-20 * torch.eye(8), shift(8, 1)),),
+     "previous/negative"),
+    ("previous-negative-key", checks.check_previous_token_head,
+     (lambda: head_with(torch.eye(8), -20 * shift(8, 1)),), "previous/negative"),
 ]
 
 # the ids of the messages the mistake tests produced in this session (see the last test)
@@ -1858,3 +1942,42 @@ def test_the_padding_check_says_why_an_all_masked_row_is_nan():
     failure = _produce(checks.check_padding_mask, (lambda s, p: pad_weights(s, p, empty="nan"),))
     assert failure.mistake == "pad/nan-rows", str(failure)
     assert "-inf - (-inf) = nan" in str(failure) and "0 / 0" not in str(failure)
+
+
+def test_fifth_read_messages_say_what_the_reviewers_found():
+    """The words of the messages issue 35's fifth read asked for (chapter 6's checks and the engine)."""
+    def message(check, *args):
+        with pytest.raises(checks.CheckFailed) as info:
+            check(*args, strict=True)
+        return str(info.value)
+
+    numpy_answer = lambda w: torch.stack([w.diagonal(-d, -2, -1).mean() for d in range(w.shape[-1])]).numpy()
+    said = message(checks.check_weight_by_distance, numpy_answer)
+    assert "drop the .numpy()" in said and "forget to `return`" not in said
+    said = message(checks.check_weight_by_distance, lambda w: None)
+    assert "returned None: did you forget to `return` it?" in said
+    said = message(checks.check_weight_by_distance,
+                   lambda w: torch.stack([w.diagonal(-d, -2, -1).mean(-1) for d in range(w.shape[-1])]))
+    assert "one profile per sequence" in said and "transposed: (T, B)" in said
+    said = message(checks.check_weight_by_distance, lambda w: torch.full(w.shape[-1:], float("nan")))
+    assert "got nan at index" in said and "largest difference inf" not in said
+    said = message(checks.check_score_parts, lambda m, i: score_parts(m, i)[:3] + [score_parts(m, i)[2] * 2],
+                   PARTS_MODEL, PARTS_IDS)
+    assert "the pos·pos part differs" in said and "part 3" not in said
+    times_mask = lambda sc, p: pad_weights(sc, p, fill=float("-inf"), empty="multiply")
+    said = message(checks.check_padding_mask, times_mask)
+    assert "nan × 0 is still nan" in said and "largest difference inf" not in said
+    said = message(checks.check_previous_token_head, previous_head_without_no_grad)
+    assert "with torch.no_grad(): head.key.weight.copy_(...)" in said
+    said = message(checks.check_previous_token_head, previous_head_assigned)
+    assert "must stay an nn.Parameter" in said and ".copy_(...)" in said
+    said = message(checks.check_previous_token_head, lambda: head_with(-20 * torch.eye(8), shift(8, 1)))
+    assert "negative factor" in said
+
+
+def test_a_pos_pos_part_without_the_batch_axis_passes():
+    """pos·pos comes from the (T, C) position table alone, so a (T, T) part is the same for every sequence."""
+    def unexpanded(model, ids):
+        parts = score_parts(model, ids)
+        return parts[:3] + [parts[3][0]]
+    assert checks.check_score_parts(unexpanded, PARTS_MODEL, PARTS_IDS, strict=True) is True

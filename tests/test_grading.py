@@ -68,8 +68,8 @@ def _hashes(batch) -> tuple:
     return tree_hash(batch.course), tree_hash(batch.grader, skip=tuple(OUTS.values())), tree_hash(batch.submissions)
 
 
-def _scratch() -> set[str]:
-    return {p.name for p in Path(tempfile.gettempdir()).glob("grading-*")}
+def _scratch(root: Path) -> set[str]:
+    return {p.name for p in root.glob("grading-*")}
 
 
 @pytest.fixture(scope="module")
@@ -97,7 +97,11 @@ def graded(tmp_path_factory):
         from grading_kinds import Kind
 
         kinds["v0.2.0-handout-5"] = Kind(C5, handout, 3, "passed", flag="graded by v0.2.0's rules")
-    before_scratch, seconds, lines_of = _scratch(), {}, {}
+    # the grader's scratch folders go into a folder of this test's own (TMPDIR), so that another test file
+    # grading on the other worker at the same time cannot look like a folder this batch left behind
+    scratch = tmp_path_factory.mktemp("scratch")
+    env = {**os.environ, "PYTHONPATH": str(batch.course), "TMPDIR": str(scratch)}
+    before_scratch, seconds, lines_of = _scratch(scratch), {}, {}
     for stem in (C1, C5):
         for old in list(batch.submissions.iterdir()):
             judge.remove(old)
@@ -107,7 +111,7 @@ def graded(tmp_path_factory):
         before = _hashes(batch)
         start = time.monotonic()
         lines, status = batch.run(stem, "--seed", str(SEED), "--jobs", "3", "--memory", str(MEMORY / 2**30),
-                                  out=OUTS[stem])
+                                  out=OUTS[stem], env=env)
         seconds[stem] = (time.monotonic() - start, sum(k.chapter == stem for k in kinds.values()))
         lines_of[stem] = lines
         assert status == 0, "\n".join(lines)
@@ -115,7 +119,7 @@ def graded(tmp_path_factory):
     time.sleep(1)
     survivors = [p for p in Path("/proc").iterdir() if p.name.isdigit() and _cmdline_has(p, marker)]
     listener.close()
-    return batch, kinds, seconds, lines_of, survivors, reached, _scratch() - before_scratch
+    return batch, kinds, seconds, lines_of, survivors, reached, _scratch(scratch) - before_scratch
 
 
 def _cmdline_has(proc: Path, marker: str) -> bool:

@@ -42,8 +42,8 @@ FACTS = [
     # chapter 4 (issue 35): the nan comes from the softmax's first step, -inf - (-inf), before any 0/0;
     # F.scaled_dot_product_attention gives zeros for a row with no key left, on the math and flash paths
     ("04_masking_the_future", "hide_all = torch.ones", "-inf minus the row's largest entry: tensor([nan, nan, nan])"),
-    ("04_masking_the_future", "allowed[:, 0] = False", "MATH            row 0 all zeros: True, any nan: False\n"
-     "FLASH_ATTENTION row 0 all zeros: True, any nan: False"),
+    ("04_masking_the_future", "allowed[:, 0] = False", "query 0's output, first 4 of hs: [0.0, 0.0, 0.0, 0.0]\n"
+     "all zeros: True  any nan: False"),
     ("04_masking_the_future", "torch.equal(F.softmax(equal", "softmax of equal scores is Fig. 2's w: True"),
     # chapter 4: e^-103 is rounded to the smallest subnormal; the smallest normal; float16's fills
     ("04_masking_the_future", "info = torch.finfo(torch.float32)",
@@ -428,7 +428,7 @@ def test_chapter_6_with_a_road_past_the_head_the_same_character_rule_largely_goe
     for d in (2, 3):
         assert f"{residual[d][1]} of {residual[d][0]}" in prose
     assert f"{residual[1][1]} of {residual[1][0]}" in prose and f"{residual[1][2]:.1f}" in prose
-    assert "conjunction" in prose and "linear" in prose  # why it stays above the trigram
+    assert "every pair" in prose and "linear" in prose  # why it stays above the trigram
 
 
 def test_chapter_6_question_6_4_is_asked_before_the_argument_for_its_answer():
@@ -454,7 +454,11 @@ def test_chapter_4_the_padding_exercise_names_both_empty_rows_and_float_details_
     end = next(i for i, c in enumerate(nb.cells) if i > start and c.source.startswith("```{aside-end}"))
     inside = "\n".join(c.source for c in nb.cells[start:end])
     assert "info = torch.finfo(torch.float32)" in inside and "flushed to zero" in inside
-    assert "sdpa_kernel" in markdown_before("04_masking_the_future", "allowed[:, 0] = False")
+    before = markdown_before("04_masking_the_future", "allowed[:, 0] = False")
+    assert "`True` where a key may be seen" in before and "masked_fill" in before  # the opposite convention
+    chapter_4 = "\n".join(c.source for c in nb.cells)
+    assert "sdpa_kernel" not in chapter_4 and "SDPBackend" not in chapter_4  # chapter 7 compares the kernels
+    assert "chapter 7" in markdown_after("04_masking_the_future", "allowed[:, 0] = False")
 
 
 def markdown_before(stem, snippet):

@@ -385,3 +385,30 @@ def test_question_3_1_says_no_measured_number_the_chapter_does_not_print():
     cell = next(c for c in table["cells"] if "for d_k in [1, 4, 16, 64, 256]" in "".join(c["source"]))
     row = next(line for line in "".join(cell["outputs"][0]["text"]).splitlines() if line.split()[:1] == ["64"])
     assert questions.within(float(row.split()[-1]), right["value"], config["tolerance"]), row
+
+
+@pytest.mark.parametrize("entry", [4.2, 4.16, 4.13, 4.21, 4])
+def test_ch6_uniform_calls_a_rounded_loss_close_and_asks_for_two_decimals(entry):
+    """ln 65 = 4.174: an entry within about 0.05 of it, or 4, is told to give two decimals, in the kernel."""
+    questions.ask("ch6-uniform", vocab_size=65)
+    verdict = questions.check("ch6-uniform", entry)
+    assert verdict.right is False and "close: give two decimals" in str(verdict), str(verdict)
+    assert questions.check("ch6-uniform", 4.17).right is True
+
+
+def test_ch4_row_one_names_the_slips_reviewers_made():
+    """Chapter 4's scores of row 2 are [0.26, 0.14, -0.29]: leaving key 2 out gives 0.53, the raw score 0.26,
+    a rounded answer 0.4; no mask and a mask after the softmax give one number, told in one message."""
+    config = next(c for _, _, c, _ in question_cells(load("04_masking_the_future")) if c["question"] == "ch4-row-one")
+    questions._asked["ch4-row-one"] = config
+    said = {entry: str(questions.check("ch4-row-one", entry)) for entry in (0.53, 0.26, 0.4, 0.145)}
+    assert "leaves out key 2 itself" in said[0.53]
+    assert "raw score of key 0" in said[0.26]
+    assert "close, but give more decimals" in said[0.4]
+    assert "no mask, or with the mask applied after the softmax" in said[0.145] and "Or:" not in said[0.145]
+
+
+def test_ch5_longer_option_b_does_not_give_the_mechanism_away():
+    config = next(c for _, _, c, _ in question_cells(load("05_one_head")) if c["question"] == "ch5-longer")
+    b = next(o["label"] for o in config["options"] if o["key"] == "b")
+    assert b == "It raises an error." and "still 8 × 8" in config["answers"][0]["say"]

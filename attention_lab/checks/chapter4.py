@@ -62,6 +62,18 @@ def _nan_rows(case, got):
     return dict(b=b, i=i, pads=case.pads[b])
 
 
+def _columns_sum_to_one(case, got):
+    """A softmax over dim=-2: the visible part of every column sums to one, the rows do not."""
+    g = torch.nan_to_num(got.detach().to(torch.float64))
+    if tuple(g.shape) != tuple(case.keep.shape) or case.T < 2:
+        return None
+    cols, rows = case.keep.any(-2), case.keep.any(-1)  # (B, T) each: a column, a row with a visible entry
+    ones = torch.ones((), dtype=torch.float64)
+    if torch.allclose(g.sum(-2)[cols], ones, atol=1e-4) and not torch.allclose(g.sum(-1)[rows], ones, atol=1e-4):
+        return {}
+    return None
+
+
 def _uniform_rows(case, got):
     if case.empty.any() and _matches(got, _padded(case.scores, case.pad, empty=1 / case.T)):
         return _empty_row(case)
@@ -112,7 +124,10 @@ _PADDING_ROWS = _table(
      "query {i} may only look at keys 0..{i}, all of them padding; every score in its row is -inf, and "
      "the softmax's first step, subtracting the row's largest score, gives -inf - (-inf) = nan. Make "
      "such rows all zeros: torch.nan_to_num(weights), or torch.where with a mask of the rows that have a "
-     "key", _nan_rows),
+     "key (multiplying by that mask is not enough: nan × 0 is still nan)", _nan_rows),
+    ("pad/softmax-dim", "your weights sum to one down each column, not along each row: the softmax ran over "
+     "dim=-2, the queries; a row of weights shares one query's attention among the keys, so take the "
+     "softmax over dim=-1", _columns_sum_to_one),
     ("pad/uniform-rows", "batch {b}, row {i} spreads its weight evenly, 1/T on every position: every key "
      "it may see is padding, so its whole row was filled with the same large negative number and the "
      "softmax made the entries equal (the future and the padding get weight); make such rows all zeros, "

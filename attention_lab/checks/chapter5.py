@@ -305,7 +305,7 @@ def check_real_batch_weights(weights, head, x, *, trial):
     case = HeadCase(C=C, hs=hs, T=x.shape[1], build=_only_weights(p), raw=raw,
                     weights=lambda: got.detach().to(torch.float64) if isinstance(got, torch.Tensor) else None)
     _compare(weights, expected, what="your weights", where=where, case=case,
-             table=_SDPA_ROWS + _HEAD_ROWS + _MEASURED_ROWS)
+             table=_REAL_ROWS + _SDPA_ROWS + _HEAD_ROWS + _MEASURED_ROWS)
     _exactly_masked(case, "your weights", where)
     return (f"your weights are the head's own, softmax(q @ kᵀ / √{hs}) under the causal mask, "
             f"for all {B} × {T} rows")
@@ -343,6 +343,31 @@ def _wrong_stack_axis(case, got):
     out = nn.functional.scaled_dot_product_attention(*_stacked(case, 2), is_causal=True)  # (B, T, n, hs)
     ends = (out.reshape(case.B, case.T, -1), out.transpose(1, 2).reshape(case.B, case.T, -1))
     return {} if any(_matches(got, end) for end in ends) else None
+
+
+def _concatenated_then_viewed(case, got):
+    """q, k, v concatenated to (B, T, n * hs), then viewed as (B, n, T, hs) with no transpose: each "head"
+    is a block of rows of the concatenation, positions and heads mixed."""
+    if not case.projected or case.n < 2:
+        return None
+    q, k, v = (torch.cat([getattr(p, name) for p in case.projected], -1).reshape(case.B, case.n, case.T, case.hs)
+               for name in ("q", "k", "v"))
+    out = nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)  # (B, n, T, hs)
+    ends = (out.reshape(case.B, case.T, -1), out.transpose(1, 2).reshape(case.B, case.T, -1))
+    return {} if any(_matches(got, end) for end in ends) else None
+
+
+def _ones_as_values(case, got):
+    """weights @ ones: every entry is its row's sum, 1."""
+    g = got.detach().to(torch.float64)
+    return {} if g.numel() and torch.allclose(g, torch.ones_like(g), atol=1e-5) else None
+
+
+_REAL_ROWS = _table(
+    ("real/ones-v", "every entry of yours is 1: with v all ones, weights @ v holds each row's sum, which is "
+     "1; to read the weights out, v must be the identity, torch.eye(T) expanded to (B, T, T), since "
+     "weights @ I = weights", _ones_as_values),
+)
 
 
 _SDPA_ROWS = _table(  # a mask given to F.scaled_dot_product_attention the wrong way
@@ -392,6 +417,13 @@ _MULTIHEAD_ROWS = _table(
     ("multihead/stack-axis", "you stacked the heads on axis 2, (B, T, n_heads, hs): the call reads its "
      "input as (B, heads, T, hs), so it took the positions for heads and attended across the heads "
      "(causally, head i to heads 0..i) instead of across positions; stack on dim=1", _wrong_stack_axis),
+    ("multihead/viewed-without-transpose", "you concatenated the heads' q, k and v to (B, T, n_heads * hs) "
+     "and viewed them as (B, n_heads, T, hs) directly: the view cuts the memory in order, so each \"head\" "
+     "holds rows of several positions and heads mixed; view as (B, T, n_heads, hs) first, then "
+     ".transpose(1, 2), or stack the heads on dim=1", _concatenated_then_viewed),
+    ("multihead/sum", "you added the heads' outputs: multi-head attention keeps every head's output and "
+     "concatenates them along the last axis, (B, T, n_heads * hs) = (B, T, {width})",
+     _answer_is(lambda c: torch.stack(c.outs).sum(0))),
     ("multihead/mean", "you averaged the heads' outputs: multi-head attention keeps every head's output "
      "and concatenates them along the last axis, (B, T, n_heads * hs) = (B, T, {width})",
      _answer_is(lambda c: torch.stack(c.outs).mean(0))),

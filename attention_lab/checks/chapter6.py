@@ -12,6 +12,7 @@ import torch.nn as nn
 from .engine import (Case, CheckFailed, _answer_is, _fail, _fail_unless_float_cpu, _lower_precision, _matches,
                      _name, _shape, _table)
 from .references import _project, _weights
+from .hints import _HINTS
 from .running import _call, _check, _quietly, _try
 
 
@@ -39,10 +40,33 @@ _PREVIOUS_ROWS = _table(
     ("previous/too-soft", "your head prefers t - 1, but softly: row {t} puts only {prev:.2f} on t - 1, and "
      "at least 0.9 is needed; the scores are divided by √head_size = {root:.3g}, so make the score of "
      "(t, t - 1) larger: multiply W_Q (or W_K) by a bigger number", None),
+    ("previous/none", "your function returned None: did you forget to `return head` at its end?", None),
+    ("previous/negative", "your head puts its weight anywhere but on t - 1: the score of (t, t - 1) is "
+     "{score:.2f}, below every other score of row {t}, as a negative factor makes it; use a positive "
+     "factor", None),
     ("previous/weak", "row {t} puts only {prev:.2f} on position t - 1; its largest weight, {top:.2f}, is on "
      "position {s}. (Row 0 is not tested: its only allowed key is itself, so it is always [1, 0, 0, ...].)",
      None),
 )
+
+
+def _in_place_on_a_parameter(case, failure):
+    text = str(failure.exc)
+    return {} if isinstance(failure.exc, RuntimeError) and "leaf Variable" in text and "in-place" in text else None
+
+
+def _tensor_for_a_parameter(case, failure):
+    return {} if isinstance(failure.exc, TypeError) and "as parameter" in str(failure.exc) else None
+
+
+_PREVIOUS_HINTS = _table(
+    ("previous/no-grad", "a layer's weight is a parameter that requires grad, so torch refuses to change "
+     "it in place while it records the gradient: set it inside `with torch.no_grad():`, as "
+     "`with torch.no_grad(): head.key.weight.copy_(...)`", _in_place_on_a_parameter),
+    ("previous/assigned", "head.key.weight must stay an nn.Parameter, so a plain tensor cannot be assigned "
+     "to it: copy your matrix into it instead, `with torch.no_grad(): head.key.weight.copy_(...)`",
+     _tensor_for_a_parameter),
+) + _HINTS
 
 
 @_check
@@ -66,7 +90,10 @@ def check_previous_token_head(head, *, trial):
     is fixed by the exercise, so it draws none: ``trial`` is unused.
     """
     if callable(head) and not isinstance(head, nn.Module):
-        head, _ = _call(head, inputs="no arguments")
+        made, _ = _call(head, inputs="no arguments", hints=_PREVIOUS_HINTS)
+        if made is None:
+            _fail("previous/none", name=_name(head))
+        head = made
     name = _name(head)
     missing = [n for n in ("key", "query") if not isinstance(getattr(head, n, None), nn.Linear)]
     if missing:
@@ -109,6 +136,11 @@ def check_previous_token_head(head, *, trial):
         _fail("previous/two-back", **{**fields, "t": worst2, "prev": float(w[worst2, worst2 - 1]),
                                       "two": float(w[worst2, worst2 - 2])})
     if all(f == r - 1 for f, r in zip(favourite, rows)):
+        pass
+    elif all(scores[r, r - 1] < scores[r, : r + 1].max() and scores[r, r - 1] == scores[r, : r + 1].min()
+             and scores[r, : r + 1].min() < 0 for r in rows):
+        _fail("previous/negative", **fields, score=float(scores[worst, worst - 1]))
+    if all(f == r - 1 for f, r in zip(favourite, rows)):
         _fail("previous/too-soft", **fields)
     s = int(w[worst, : worst + 1].argmax())
     _fail("previous/weak", **fields, top=float(w[worst, s]), s=s)
@@ -148,10 +180,23 @@ def _by_distance(w: torch.Tensor, side: int = -1, rows: str = "mean") -> torch.T
 
 
 def _per_sequence(case, got):
-    if tuple(got.shape) == (case.B, case.T) and case.B > 1:
-        rows = torch.stack([_by_distance(case.w[b : b + 1]) for b in range(case.B)])
-        return dict(got_shape=_shape(got)) if _matches(got, rows) else None
+    if case.B > 1 and tuple(got.shape) in ((case.B, case.T), (case.T, case.B)):
+        rows = torch.stack([_by_distance(case.w[b : b + 1]) for b in range(case.B)])  # (B, T)
+        if tuple(got.shape) == (case.B, case.T) and _matches(got, rows):
+            return dict(got_shape=_shape(got), turned="")
+        if tuple(got.shape) == (case.T, case.B) and _matches(got, rows.T):
+            return dict(got_shape=_shape(got), turned=" (stacked distance by distance, so transposed: "
+                                                    "(T, B))")
     return None
+
+
+def _default_dims(case, got):
+    """torch.diagonal(weights, offset=-d) without dim1 and dim2: the diagonal of the batch and query axes."""
+    if tuple(got.shape) != (case.T,):
+        return None
+    wrong = torch.stack([torch.diagonal(case.w, offset=-d).mean() for d in range(case.T)])  # nan if empty
+    g = got.detach().to(torch.float64)
+    return {} if torch.allclose(g, wrong, rtol=1e-4, atol=1e-5, equal_nan=True) else None
 
 
 def _summed(case, got):
@@ -162,7 +207,16 @@ def _summed(case, got):
 
 
 _DISTANCE_ROWS = _table(
-    ("distance/per-sequence", "you returned one profile per sequence, shape {got_shape}: average over the "
+    ("distance/default-dims", "torch.diagonal(weights, offset=-d) without dim1 and dim2 takes its "
+     "diagonal across the first two axes, the batch and the queries (and is empty, so its mean nan, where "
+     "d >= B); name the query and key axes: torch.diagonal(weights, offset=-d, dim1=-2, dim2=-1)",
+     _default_dims),
+    ("distance/flipped-mean", "you flipped every row and averaged over all queries: flipping puts key j of "
+     "row i at index T - 1 - j, so entry d is the weight on key T - 1 - d, d back only for the last query "
+     "i = T - 1; every other query i has its key i - d elsewhere, so read each diagonal instead: "
+     "torch.diagonal(weights, offset=-d, dim1=-2, dim2=-1)",
+     _answer_is(lambda c: c.w.flip(-1).mean((0, 1)))),
+    ("distance/per-sequence", "you returned one profile per sequence, shape {got_shape}{turned}: average over the "
      "batch as well, so that the answer holds one number per distance, shape ({T},)", _per_sequence),
     ("distance/last-row", "you used only the last query, row T - 1 = {last}: every query i >= d has a key "
      "d positions back, so average weights[b, i, i - d] over all of them (and over the batch), not over "
@@ -223,7 +277,7 @@ _PARTS_ROWS = _table(
      "got {got}: pass the model itself, checks.check_score_parts(score_parts, model, windows)", None),
     ("parts/bad-ids", "`ids` should be a (B, T) tensor of token ids, whole numbers from 0 to {top}, with "
      "T at most {block}; got {got}", None),
-    ("parts/precision", "part {part} ({label}) is right to about {digits} significant digits only: it "
+    ("parts/precision", "the {label} part is right to about {digits} significant digits only: it "
      "was computed in {dtype} (largest error {err:.2g}) and cast back; compute in float32, the "
      "model's dtype", None),
     ("parts/not-four", "`{name}` should return four tensors (tok·tok, tok·pos, pos·tok, pos·pos); got {got}",
@@ -239,9 +293,13 @@ _PARTS_ROWS = _table(
     ("parts/swapped", "the two cross terms are swapped: tok·pos means a token's query against a position's "
      "key, q_tok @ k_posᵀ", None),
     ("parts/sum", "your four parts add up to the head's scores, but they are not the four named parts "
-     "(the largest difference is in part {part})", None),
-    ("parts/differ", "part {part} ({label}) differs from the reference by up to {size:.3g}, and the four do "
+     "(the largest difference is in the {part} part)", None),
+    ("parts/differ", "the {label} part differs from the reference by up to {size:.3g}, and the four do "
      "not add up to the head's scores", None),
+    ("parts/by-dk", "the parts are divided by head_size = {hs}, d_k itself: the head divides its scores by "
+     "its square root, √d_k = {root:g}", None),
+    ("parts/transposed", "each part is transposed: row i of a part should be query i against every key, "
+     "q_part @ k_partᵀ; yours holds key i against every query, k_part @ q_partᵀ", None),
 )
 
 PART_LABELS = ("tok·tok", "tok·pos", "pos·tok", "pos·pos")
@@ -320,6 +378,8 @@ def check_score_parts(score_parts, model, ids, *, trial):
                 and all(isinstance(p, torch.Tensor) for p in parts)):
             _fail("parts/not-four", name=name, got=type(parts).__name__)
         shape = tuple(expected[0].shape)
+        # pos·pos of shape (T, T), made from the (T, C) table without the batch, is the same for all B rows
+        parts = [*parts[:3], parts[3].expand(shape) if tuple(parts[3].shape) == shape[1:] else parts[3]]
         for label, p in zip(PART_LABELS, parts):
             if tuple(p.shape) != shape:
                 _fail("parts/shape", shape=shape, got=tuple(p.shape))
@@ -358,6 +418,10 @@ def _fail_unless_parts(got, expected, model, shape, where: str, earlier) -> None
     root = math.sqrt(model.head.key.weight.shape[0])
     if all(_close(g / root, e) for g, e in zip(got, expected)):
         _fail("parts/no-scale", root=root)
+    if all(_close(g * root, e) for g, e in zip(got, expected)):
+        _fail("parts/by-dk", hs=model.head.key.weight.shape[0], root=root)
+    if all(_close(g.transpose(-2, -1), e) for g, e in zip(got, expected)):
+        _fail("parts/transposed")
     if close[0] and close[3] and _close(got[1], expected[2]) and _close(got[2], expected[1]):
         _fail("parts/swapped")
     sizes = [float((g - e).abs().max()) for g, e in zip(got, expected)]
@@ -366,5 +430,5 @@ def _fail_unless_parts(got, expected, model, shape, where: str, earlier) -> None
         _fail("parts/sum", part=PART_LABELS[worst])
     lower = _lower_precision(got[worst], expected[worst].expand(shape))
     if lower is not None:
-        _fail("parts/precision", part=worst, label=PART_LABELS[worst], **lower)
-    _fail("parts/differ", part=worst, label=PART_LABELS[worst], size=sizes[worst])
+        _fail("parts/precision", label=PART_LABELS[worst], **lower)
+    _fail("parts/differ", label=PART_LABELS[worst], size=sizes[worst])

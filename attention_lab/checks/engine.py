@@ -127,11 +127,22 @@ def _reference_with(*variants):
     return match
 
 
+def _not_a_tensor_advice(got) -> str:
+    """What to do about an answer that is not a tensor, by what it is."""
+    if got is None:
+        return " Your function returned None: did you forget to `return` it?"
+    if type(got).__module__ == "numpy":
+        return " Keep the answer a torch tensor: drop the .numpy(), or wrap it with torch.from_numpy(...)."
+    if isinstance(got, list | tuple):
+        return " If it holds one tensor per entry, torch.stack(...) makes it one tensor."
+    return ""
+
+
 _GENERAL = _table(
     ("general/not-implemented", "not yet implemented: fill in `{name}`", None),
     ("general/raised", "your `{name}` raised {error}: {exc}\n  while being called with {inputs}", None),
-    ("general/not-a-tensor", "expected {what} to be a torch tensor of shape {shape}; got a {type} ({where}). "
-     "Did you forget to `return` it?", None),
+    ("general/not-a-tensor", "expected {what} to be a torch tensor of shape {shape}; got a {type} ({where}).{advice}",
+     None),
     ("general/wrong-shape", "wrong shape for {what} ({where}): expected {shape}, got {got_shape}", None),
     ("general/not-finite", "nan or inf in {what} ({where}), where the reference has none.", None),
     ("general/differ", "{what} and the reference differ ({where}).", None),
@@ -261,8 +272,11 @@ def _expected_vs_got(got: torch.Tensor, expected: torch.Tensor) -> str:
     index, size = _where_differ(got, expected)
     row = index[:-1]
     label = "[" + ", ".join(map(str, row)) + (", :]" if row else ":]")
+    value = float(got.detach().to(torch.float64)[index])
+    first = (f"got {value} at index {list(index)}, where the reference is finite" if not math.isfinite(value)
+             else f"largest difference {size:.4g} at index {list(index)}")
     return (
-        f"largest difference {size:.4g} at index {list(index)}\n"
+        f"{first}\n"
         f"  expected{label} = {_numbers(expected[row])}\n"
         f"  got{label}      = {_numbers(got[row])}"
     )
@@ -281,7 +295,7 @@ def _compare(got, expected: torch.Tensor, *, what: str, where: str, case=None, t
     __tracebackhide__ = True
     fields = dict(what=what, where=where, shape=_shape(expected))
     if not isinstance(got, torch.Tensor):
-        _fail("general/not-a-tensor", type=type(got).__name__, **fields)
+        _fail("general/not-a-tensor", type=type(got).__name__, advice=_not_a_tensor_advice(got), **fields)
     _fail_unless_float_cpu(got, what=what, where=where)
     if got.numel() == 0 and expected.numel() > 0:
         _fail("general/empty", got_shape=_shape(got), **fields)

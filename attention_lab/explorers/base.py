@@ -262,6 +262,21 @@ def text_ids(chars, block_size: int) -> list[int]:
         raise BadInput(f"{err}.") from None
 
 
+def checked_lines(lines, block_size: int) -> list[str]:
+    """The lines an explorer's menu offers, each one it can draw, or ValueError saying which is not."""
+    if isinstance(lines, str):
+        raise ValueError(f"lines must be a list of lines, such as [{lines!r}]; got the string {lines!r}")
+    lines = list(lines)
+    if not lines or len(set(lines)) != len(lines):
+        raise ValueError(f"lines must list at least one line, each once; got {lines!r}")
+    for line in lines:
+        try:
+            text_ids(line, block_size)
+        except BadInput as err:
+            raise ValueError(f"line {line!r}: {err}") from None
+    return lines
+
+
 def vocabulary() -> dict:
     """The vocabulary as the engine checks a text against it: its characters and the marks the message lists."""
     chars = "".join(vocab())

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from attention_lab.explorers.base import BadInput, Explorer, floats, text_ids, unpack, vocabulary, weights_of
+from attention_lab.explorers.base import Explorer, checked_lines, floats, text_ids, unpack, vocabulary, weights_of
 from attention_lab.explorers.controls import Control, a_kind, text_box, toggle
 
 TOP = 3  # next characters named in the caption and listed in the panel (TOP_PANEL)
@@ -72,17 +72,7 @@ class HeadsExplorer(Explorer):
         self.n_head = int(self.model.attn.n_head)
         if lines is None:
             lines = list(dict.fromkeys(text.validation_lines(self.block_size)))[:4]
-        if isinstance(lines, str):
-            raise ValueError(f"lines must be a list of lines, such as [{lines!r}]; got the string {lines!r}")
-        lines = list(lines)
-        if not lines or len(set(lines)) != len(lines):
-            raise ValueError(f"lines must list at least one line, each once; got {lines!r}")
-        for line in lines:
-            try:
-                text_ids(line, self.block_size)
-            except BadInput as err:
-                raise ValueError(f"line {line!r}: {err}") from None
-        self.lines = lines
+        self.lines = checked_lines(lines, self.block_size)
         self.vocab = text.vocab()
         self.tables = tables(self.model)
         self.unpacked = {

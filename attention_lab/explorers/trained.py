@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from attention_lab.explorers.base import BadInput, Explorer, projections, text_ids, unpack, vocabulary, weights_of
+from attention_lab.explorers.base import Explorer, checked_lines, projections, text_ids, unpack, vocabulary, weights_of
 from attention_lab.explorers.controls import Control, a_kind, text_box, toggle
 
 
@@ -53,17 +53,7 @@ class TrainedExplorer(Explorer):
         self.block_size = sizes[True][0]
         if lines is None:
             lines = list(dict.fromkeys(text.validation_lines(self.block_size)))[:6]
-        if isinstance(lines, str):
-            raise ValueError(f"lines must be a list of lines, such as [{lines!r}]; got the string {lines!r}")
-        lines = list(lines)
-        if not lines or len(set(lines)) != len(lines):
-            raise ValueError(f"lines must list at least one line, each once; got {lines!r}")
-        for line in lines:
-            try:
-                text_ids(line, self.block_size)
-            except BadInput as err:
-                raise ValueError(f"line {line!r}: {err}") from None
-        self.lines = lines
+        self.lines = checked_lines(lines, self.block_size)
         controls = [Control("line", "select", "line", options=tuple((s, s) for s in lines) + (("(your own text)", ""),)),
                     text_box(f"up to {self.block_size} characters"),
                     toggle("trained", "head", [("trained", True), ("untrained", False)])]

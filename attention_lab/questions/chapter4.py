@@ -20,12 +20,17 @@ def ch4_row_one(q, k, tril, b=0, i=2, j=0):
         "ch4-row-one", "4.1", f"weights[{b}, {i}, {j}], the weight query {i} gives key {j}", right,
         f"the softmax of row {i}'s {i + 1} finite scores, [{', '.join(f'{v:.2f}' for v in s[i, :i + 1])}], "
         f"gives key {j} {fmt(right)}; the −inf entries add e^−inf = 0 to the sum.",
-        [(F.softmax(s, dim=-1)[i, j], "no mask: the future keys share the weight too, so every position sees "
-                                      "the future; fill the scores above the diagonal with -inf."),
-         (F.softmax(s, dim=-1).masked_fill(future, 0.0)[i, j],
-          "masking after the softmax: the softmax had already spread the row over every key, so overwriting "
-          "the future afterwards leaves a row that doesn't sum to one; fill the scores with -inf first, "
-          "then take the softmax."),
+        [(F.softmax(s, dim=-1)[i, j], "the softmax ran over every key of the row, the future included: with "
+                                      "no mask, or with the mask applied after the softmax (which leaves a row "
+                                      "that no longer sums to one), the future keys share the weight; fill the "
+                                      "scores above the diagonal with -inf, then take the softmax."),
+         (F.softmax(s[i, :max(i, 1)], dim=-1)[min(j, max(i, 1) - 1)],
+          f"that leaves out key {i} itself: query {i} sees keys 0 to {i}, its own included (the diagonal is "
+          f"never masked), so the softmax runs over {i + 1} scores, not {i}."),
+         (round(float(s[i, j]), 2), f"that is the raw score of key {j}, as printed, not its weight: the weight is e^score over the sum of "
+                   f"e^score for the row's {i + 1} keys."),
+         *[(near, "close, but give more decimals: three, such as 0.123.")
+           for near in [round(float(right), 1)] if abs(near - float(right)) > 0.004],
          (F.softmax(s.masked_fill(future, 0.0), dim=-1)[i, j],
           "the future was filled with 0 instead of -inf: exp(0) = 1, so the future still gets weight."),
          (F.softmax(masked, dim=-2)[i, j], "softmax over the wrong axis: dim=-2 makes the columns sum to one; "
@@ -35,7 +40,7 @@ def ch4_row_one(q, k, tril, b=0, i=2, j=0):
           "again flattens the row; take the softmax of the printed numbers as they are."),
          (1 / (i + 1), f"that is 1/{i + 1}, the plain average of chapter 1: row {i} keeps {i + 1} keys, but the "
                        "softmax shares the weight by their scores, e^score over the row's sum, not evenly.")],
-        {"abs": 0.004},  # two-decimal scores put the weight within 0.002; the mistakes lie 0.0085 apart
+        {"abs": 0.003},  # two-decimal scores put the weight within 0.002; the stored numbers lie 0.006 or more apart
         none=f"Take e^score of each of row {i}'s {i + 1} printed scores and divide key {j}'s by their sum; "
              "section 4.7 prints the weights.")
 

@@ -41,11 +41,11 @@ def ch5_longer(head, C):
         "ch5-longer", "5.2", f"What does head(x) do for x of shape (1, {bs + 1}, {C}), one position more "
                              "than block_size?",
         {"a": f"It runs: the slice tril[:{bs + 1}, :{bs + 1}] makes the mask {bs + 1} × {bs + 1}.",
-         "b": f"It raises an error: tril[:{bs + 1}, :{bs + 1}] of the {bs} × {bs} buffer is still {bs} × {bs}, "
-              f"which cannot mask {bs + 1} × {bs + 1} scores.",
+         "b": "It raises an error.",
          "c": "It runs, and the last position sees every position: the mask stops short of it."},
         right,
-        f"slicing past the end of a tensor stops at its end, so masked_fill meets ({bs + 1}, {bs + 1}) "
+        f"tril[:{bs + 1}, :{bs + 1}] of the {bs} × {bs} buffer is still {bs} × {bs}: slicing past the end of "
+        f"a tensor stops at its end, so masked_fill meets ({bs + 1}, {bs + 1}) "
         f"scores with a ({bs}, {bs}) mask and raises a RuntimeError. A head takes at most block_size = {bs} "
         "positions: feed it the last ones.",
         {"a": f"slicing past the end of a tensor stops at its end: tril[:{bs + 1}, :{bs + 1}] of the "

@@ -24,7 +24,9 @@ def ch6_uniform(vocab_size):
                         f"ln {n}."),
          (1 / n, f"that is the probability a uniform guess gives each character, 1/{n}; the loss is −ln of it."),
          (n, f"that is e^loss, the number of equally likely characters (the perplexity); the loss is ln {n}."),
-         (-right, "the loss is −ln p, and ln p is negative, so the loss is positive.")],
+         (-right, "the loss is −ln p, and ln p is negative, so the loss is positive.")]
+        + [(value, "close: give two decimals, the entry must lie within 0.01 of the loss.")
+           for value in (right - 0.045, right - 0.022, right + 0.022, right + 0.045, 4)],  # 2 tolerances apart
         {"abs": 0.01}, hint="two decimals are enough, such as 1.23")
 
 

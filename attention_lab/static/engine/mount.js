@@ -91,8 +91,16 @@
     return L.format.say(template, fields);
   }
 
+  /** An explorer's ``follow`` for a menu of lines beside a text box: a chosen line fills the box, and
+   * typing in the box picks "(your own text)", the menu's empty choice. */
+  function followLine(name, v) {
+    if (name === "line" && v.line) return { text: v.line };
+    if (name === "text" && v.text !== v.line) return { line: "" };
+    return null;
+  }
+
   L.parts = { floats: floats, unpack: unpack, topRows: topRows, projected: projected, textIds: textIds, bad: bad,
-    Pending: Pending, caption: caption };
+    Pending: Pending, caption: caption, followLine: followLine };
 
   // ---- one explorer -----------------------------------------------------------------------------
 

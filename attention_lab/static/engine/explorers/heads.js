@@ -36,11 +36,7 @@
     }
 
     return {
-      follow: function (name, v) {  // a chosen line fills the text box; typing there picks "(your own text)"
-        if (name === "line" && v.line) return { text: v.line };
-        if (name === "text" && v.text !== v.line) return { line: "" };
-        return null;
-      },
+      follow: P.followLine,
       compute: function (v) {
         var chars = v.line || v.text, ids = P.textIds(chars, cfg), pictures = [], outs = [];
         heads.forEach(function (head, h) {

@@ -7,11 +7,7 @@
   L.explorers.trained = function (cfg) {
     var P = L.parts, models = { true: P.unpack(cfg.models.trained), false: P.unpack(cfg.models.untrained) };
     return {
-      follow: function (name, v) {  // a chosen line fills the text box; typing there picks "(your own text)"
-        if (name === "line" && v.line) return { text: v.line };
-        if (name === "text" && v.text !== v.line) return { line: "" };
-        return null;
-      },
+      follow: P.followLine,
       compute: function (v) {
         var chars = v.line || v.text, ids = P.textIds(chars, cfg);
         var p = P.projected(models[v.trained], ids), r = L.engine.attention(p.query, p.key, p.value, {});
