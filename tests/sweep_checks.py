@@ -215,7 +215,21 @@ def multi_head(x, c_attn, c_proj, n_head):
     return c_proj(out.transpose(1, 2).reshape(B, T, C))
 
 
-def _function_inputs(name, right, nargs):
+def attend_cached(q, k, v, cache, block_size):
+    """Chapter 8's decode step: append on the time axis, keep the last block_size rows, attend."""
+    if cache is not None:
+        k, v = torch.cat([cache[0], k], dim=2), torch.cat([cache[1], v], dim=2)
+    k, v = k[:, :, -block_size:], v[:, :, -block_size:]
+    return F.scaled_dot_product_attention(q, k, v), (k, v)
+
+
+def embed_next(ids, past, token_table, position_table):
+    """Chapter 8's decode input: the token's row plus the position's, the last row past the end."""
+    last = position_table.weight.shape[0] - 1
+    return token_table(ids) + position_table(torch.tensor([min(past, last)]))
+
+
+def _function_inputs(name, right, nargs, first_of_pair=False):
     out = [Input(f"{name}: right", name, (right,), "pass"),
            Input(f"{name}: stub", name, (_stub,), "stub"),
            Input(f"{name}: None by keyword", name, (), "stub", kwargs={"fn": None}),
@@ -228,7 +242,11 @@ def _function_inputs(name, right, nargs):
     for label, t, expect, mistake in _transforms():
         if label == "plus 0.01":  # the same offset everywhere is what a bias adds; on weights, it lands on hidden keys
             mistake = {"check_padding_mask": "pad/sees-hidden"}.get(name, mistake)
-        out.append(Input(f"{name}: {label}", name, ((lambda tr: lambda *a: tr(right(*a)))(t),), expect, mistake))
+        if first_of_pair:  # an answer that returns (out, cache): the transform lands on out
+            answer = (lambda tr: lambda *a: (lambda got: (tr(got[0]), got[1]))(right(*a)))(t)
+        else:
+            answer = (lambda tr: lambda *a: tr(right(*a)))(t)
+        out.append(Input(f"{name}: {label}", name, (answer,), expect, mistake))
     return out
 
 
@@ -312,6 +330,8 @@ def inputs() -> list[Input]:
     L += _function_inputs("check_multihead_sdpa", multihead, 2)
     L += _function_inputs("check_split_heads", split_heads, 2)
     L += _function_inputs("check_multi_head", multi_head, 4)
+    L += _function_inputs("check_attend_cached", attend_cached, 5, first_of_pair=True)
+    L += _function_inputs("check_embed_next", embed_next, 4)
     L += [Input("multi head: zeroes c_attn.weight", "check_multi_head",
                 (lambda x, a, p, n: (a.weight.data.zero_(), multi_head(x, a, p, n))[1],), "fail",
                 "general/changed-module")]

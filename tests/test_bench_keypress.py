@@ -59,7 +59,7 @@ def test_a_result_says_its_numbers_or_its_problem():
 
 def test_chapters_are_picked_by_the_start_of_their_stem():
     every = bk.chapters(None)
-    assert len(every) == len(layout.chapters()) == 7 and every == sorted(every) and every[0].startswith("01_")
+    assert len(every) == len(layout.chapters()) == 8 and every == sorted(every) and every[0].startswith("01_")
     assert bk.chapters(["01", "04_mask"]) == [every[0], every[3]]
     with pytest.raises(SystemExit, match="no chapter starts with 09"):
         bk.chapters(["01", "09"])

@@ -650,6 +650,67 @@ def whole_scores_four_times(model, ids):
     return [model.head.query(x) @ model.head.key(x).mT / model.head.key.weight.shape[0] ** 0.5] * 4
 
 
+# ---------------------------------------------------------------- chapter 8: a decode step with a cache
+
+
+def step_by_hand(q, k, v, cache, block_size, *, axis=2, mask=None, trim="last", attend="kept", scale=True,
+                 returns="pair"):
+    """Chapter 8's decode step written out, right or with one named mistake."""
+    if cache is not None:
+        k_all, v_all = torch.cat([cache[0], k], dim=axis), torch.cat([cache[1], v], dim=axis)
+    else:
+        k_all, v_all = k, v
+    kept = {"last": lambda t: t[:, :, -block_size:], "none": lambda t: t,
+            "first": lambda t: t[:, :, :block_size], "narrow": lambda t: t.narrow(2, 0, min(block_size, t.shape[2]))}
+    k_kept, v_kept = kept[trim](k_all), kept[trim](v_all)
+    ka, va = {"kept": (k_kept, v_kept), "all": (k_all, v_all), "new": (k, v),
+              "oldest": (k_all[:, :, :block_size], v_all[:, :, :block_size])}[attend]
+    scores = q @ ka.transpose(-2, -1)
+    if scale:
+        scores = scores / q.shape[-1] ** 0.5
+    L = ka.shape[2]
+    if mask == "first":
+        scores = scores.masked_fill(torch.ones(L, L).tril()[:1, :L] == 0, float("-inf"))
+    elif mask == "self":
+        scores = scores.masked_fill(torch.eye(L)[-1:] == 0, float("-inf"))
+    out = F.softmax(scores, dim=-1) @ va
+    if returns == "out":
+        return out
+    if returns == "flat":
+        return out, k_kept, v_kept
+    return out, (k_kept, v_kept)
+
+
+def step_sdpa(q, k, v, cache, block_size, *, axis=-2, is_causal=False, trim="last", attend="kept", scale=None):
+    """The same step in another code form: F.scaled_dot_product_attention, negative axes."""
+    if cache is not None:
+        k, v = torch.cat((cache[0], k), axis), torch.cat((cache[1], v), axis)
+    new = (k[:, :, -1:], v[:, :, -1:])
+    kept = (k[:, :, -block_size:], v[:, :, -block_size:]) if trim == "last" else (k, v)
+    ka, va = {"kept": kept, "all": (k, v), "new": new,
+              "oldest": (k[:, :, :block_size], v[:, :, :block_size])}[attend]
+    return F.scaled_dot_product_attention(q, ka, va, is_causal=is_causal, scale=scale), kept
+
+
+def embed_rows(ids, past, token_table, position_table, *, row="right", token=True):
+    """Chapter 8's decode input, right or with a named mistake, with the tables called."""
+    bs = position_table.weight.shape[0]
+    p = {"right": min(past, bs - 1), "zero": 0, "plus": min(past + 1, bs - 1), "minus": past - 1,
+         "uncapped": past}[row]
+    pos = position_table(torch.tensor([p]))
+    return token_table(ids) + pos if token else pos.expand(ids.shape[0], 1, -1)
+
+
+def embed_weights(ids, past, token_table, position_table, *, row="right", token=True):
+    """The same input from the tables' weights, indexed."""
+    bs = position_table.weight.shape[0]
+    p = {"right": min(past, bs - 1), "zero": 0, "plus": min(past + 1, bs - 1), "minus": past - 1,
+         "uncapped": past}[row]
+    pos = position_table.weight[p]
+    return token_table.weight[ids] + pos if token else pos.repeat(ids.shape[0], 1, 1)
+
+
+
 # ---------------------------------------------------------------- every right answer passes
 
 # ---------------------------------------------------------------- chapter 7: heads split and a whole layer
@@ -850,6 +911,10 @@ CORRECT = [
     ("previous-token-query-side", checks.check_previous_token_head, (head_with(20 * shift(8, -1), torch.eye(8)),)),
     ("previous-token-wide", checks.check_previous_token_head,
      (head_with(20 * torch.eye(16, 6), torch.eye(16, 6) @ shift(6, 1), C=6, hs=16, bs=6),)),
+    ("attend-cached", checks.check_attend_cached, (step_by_hand,)),
+    ("attend-cached-sdpa", checks.check_attend_cached, (step_sdpa,)),
+    ("embed-next", checks.check_embed_next, (embed_rows,)),
+    ("embed-next-weights", checks.check_embed_next, (embed_weights,)),
     ("split-heads", checks.check_split_heads, (split_view,)),
     ("split-heads-reshape", checks.check_split_heads, (split_reshape,)),
     ("multi-head-by-hand", checks.check_multi_head, (layer_by_hand,)),
@@ -1471,6 +1536,34 @@ WRONG = [
     ("previous-zeros", checks.check_previous_token_head, (head_with(torch.zeros(8, 8), torch.zeros(8, 8)),),
      "previous/weak"),
     ("previous-untouched", checks.check_previous_token_head, (seeded(lambda: ReferenceHead(8, 8, 8)),), "previous/weak"),
+    ("cache-mask-first", checks.check_attend_cached, (functools.partial(step_by_hand, mask="first"),), "cache/mask-first"),
+    ("cache-mask-first-sdpa", checks.check_attend_cached, (functools.partial(step_sdpa, is_causal=True),), "cache/mask-first"),
+    ("cache-mask-self", checks.check_attend_cached, (functools.partial(step_by_hand, mask="self"),), "cache/mask-self"),
+    ("cache-mask-self-sdpa", checks.check_attend_cached, (functools.partial(step_sdpa, attend="new"),), "cache/mask-self"),
+    ("cache-untrimmed-out", checks.check_attend_cached, (functools.partial(step_by_hand, attend="all"),), "cache/untrimmed"),
+    ("cache-untrimmed-out-sdpa", checks.check_attend_cached, (functools.partial(step_sdpa, attend="all"),), "cache/untrimmed"),
+    ("cache-trim-newest-out", checks.check_attend_cached, (functools.partial(step_by_hand, attend="oldest"),), "cache/trim-newest"),
+    ("cache-trim-newest-out-sdpa", checks.check_attend_cached, (functools.partial(step_sdpa, attend="oldest"),), "cache/trim-newest"),
+    ("cache-no-scale", checks.check_attend_cached, (functools.partial(step_by_hand, scale=False),), "cache/no-scale"),
+    ("cache-no-scale-sdpa", checks.check_attend_cached, (functools.partial(step_sdpa, scale=1.0),), "cache/no-scale"),
+    ("cache-cat-heads", checks.check_attend_cached, (functools.partial(step_by_hand, axis=1),), "cache/cat-axis"),
+    ("cache-cat-channels", checks.check_attend_cached, (functools.partial(step_sdpa, axis=-1),), "cache/cat-axis"),
+    ("cache-out-only", checks.check_attend_cached, (functools.partial(step_by_hand, returns="out"),), "cache/not-a-pair"),
+    ("cache-flat", checks.check_attend_cached, (functools.partial(step_by_hand, returns="flat"),), "cache/not-a-pair"),
+    ("cache-untrimmed", checks.check_attend_cached, (functools.partial(step_by_hand, trim="none", attend="all"),), "cache/untrimmed-cache"),
+    ("cache-untrimmed-sdpa", checks.check_attend_cached, (functools.partial(step_sdpa, trim="none"),), "cache/untrimmed-cache"),
+    ("cache-trim-newest", checks.check_attend_cached, (functools.partial(step_by_hand, trim="first"),), "cache/trim-newest-cache"),
+    ("cache-trim-newest-narrow", checks.check_attend_cached, (functools.partial(step_by_hand, trim="narrow"),), "cache/trim-newest-cache"),
+    ("embed-from-zero", checks.check_embed_next, (functools.partial(embed_rows, row="zero"),), "embed/from-zero"),
+    ("embed-from-zero-weights", checks.check_embed_next, (functools.partial(embed_weights, row="zero"),), "embed/from-zero"),
+    ("embed-one-more", checks.check_embed_next, (functools.partial(embed_rows, row="plus"),), "embed/one-more"),
+    ("embed-one-more-weights", checks.check_embed_next, (functools.partial(embed_weights, row="plus"),), "embed/one-more"),
+    ("embed-one-less", checks.check_embed_next, (functools.partial(embed_rows, row="minus"),), "embed/one-less"),
+    ("embed-one-less-weights", checks.check_embed_next, (functools.partial(embed_weights, row="minus"),), "embed/one-less"),
+    ("embed-no-token", checks.check_embed_next, (functools.partial(embed_rows, token=False),), "embed/no-token"),
+    ("embed-no-token-weights", checks.check_embed_next, (functools.partial(embed_weights, token=False),), "embed/no-token"),
+    ("embed-past-the-end", checks.check_embed_next, (functools.partial(embed_rows, row="uncapped"),), "embed/past-the-end"),
+    ("embed-past-the-end-weights", checks.check_embed_next, (functools.partial(embed_weights, row="uncapped"),), "embed/past-the-end"),
     ("split-view-only", checks.check_split_heads, (functools.partial(split_view, how="view-only"),), "split/view-only"),
     ("split-view-only-reshape", checks.check_split_heads, (functools.partial(split_reshape, how="view-only"),),
      "split/view-only"),
@@ -1724,6 +1817,8 @@ STUBS = [
     (checks.check_score_parts, (stub, PARTS_MODEL, PARTS_IDS), "stub"),
     (checks.check_previous_token_head, (stub,), "stub"),
     (checks.check_split_heads, (stub,), "stub"),
+    (checks.check_attend_cached, (stub,), "stub"),
+    (checks.check_embed_next, (stub,), "stub"),
     (checks.check_multi_head, (stub,), "stub"),
 ]
 
@@ -1806,7 +1901,7 @@ def test_fresh_copy_ignores_a_learners_change_inside_the_package(monkeypatch):
 
 def test_fresh_copy_loads_every_module_of_the_package_again():
     graded = checks.fresh()
-    modules = ["engine", "running", "hints", "references", "heads", *(f"chapter{n}" for n in range(1, 8))]
+    modules = ["engine", "running", "hints", "references", "heads", *(f"chapter{n}" for n in range(1, 9))]
     for name in modules:
         mine, copy_ = getattr(checks, name), getattr(graded, name)
         assert copy_ is not mine and copy_.__file__ == mine.__file__, name

@@ -12,7 +12,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from sweep_checks import by_distance, multi_head, multihead, padding, score_parts, softmax, split_heads, unit_scale
+from sweep_checks import attend_cached, by_distance, embed_next, multi_head, multihead, padding, score_parts
+from sweep_checks import softmax, split_heads, unit_scale
 from sweep_checks import cumsum_average as average
 
 from attention_lab import checks, training
@@ -35,6 +36,8 @@ FUNCTIONS = {
     "unit scale": (checks.check_unit_scale, unit_scale, (), 0),
     "split heads": (checks.check_split_heads, split_heads, (), 0),
     "multi head": (checks.check_multi_head, multi_head, (), 0),
+    "attend cached": (checks.check_attend_cached, attend_cached, (), 0),  # q: (B, n_head, 1, hs)
+    "embed next": (checks.check_embed_next, embed_next, (), 0),  # ids: (B, 1)
 }
 
 

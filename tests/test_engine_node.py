@@ -80,6 +80,9 @@ def explorer_cases():
          [{"line": "GREMIO:", "removed": -1}, {"line": "Welcome, good Cambio.", "removed": 2},
           {"line": "", "text": "ROMEO:", "removed": 0}, {"line": "", "text": "a", "removed": 3},
           {"line": "", "text": "#", "removed": -1}]),
+        (explorers.generate_explorer(prompts=["ROMEO:", "The "]),
+         [{"line": "ROMEO:", "step": 0}, {"line": "The ", "step": 6}, {"line": "", "text": "O", "step": 24},
+          {"line": "", "text": "#", "step": 1}, {"line": "", "text": "too long!", "step": 2}]),
     ]
 
 

@@ -836,3 +836,52 @@ def test_heads_stores_its_text_a_picture_of_four_heads_and_its_config(multi):
     assert config["explorer"] == "heads" and config["n_head"] == 4 and len(config["model"]["heads"]) == 4
     assert len(json.dumps(config)) < 200_000  # the page's weight: the per-head tables, W_O and lm_head
     json.dumps(config)
+
+
+# ---- chapter 8: generation step by step, the cache's rows growing ------------------------------------------
+
+
+PROMPTS = ["ROMEO:", "GREMIO:", "The "]
+
+
+def greedy_truth(model, prompt, steps):
+    """torch's own greedy text from prompt, each head's weights over it and the next character's probabilities."""
+    ids = torch.tensor([text.encode(prompt)])
+    with torch.no_grad():
+        for _ in range(steps):
+            ids = torch.cat([ids, model(ids)[:, -1].argmax(-1, keepdim=True)], dim=1)
+        return text.decode(ids[0]), model.attn.weights(model.embed(ids))[0].numpy(), \
+            F.softmax(model(ids)[0, -1], dim=-1).numpy()
+
+
+@pytest.mark.parametrize("prompt, steps", [("ROMEO:", 0), ("ROMEO:", 1), ("The ", 9), ("GREMIO:", 24), ("O", 24)])
+def test_generate_writes_torchs_greedy_text_and_shows_every_heads_rows_over_it(multi, prompt, steps):
+    ex = explorers.generate_explorer(multi, prompts=PROMPTS)
+    assert ex.set(line="", text=prompt) == "" and ex.set(step=steps) == ""
+    written, weights, probs = greedy_truth(multi, prompt, steps)
+    assert ex.result["written"] == written and ex.matrix.shape == (4, len(written), len(written))
+    np.testing.assert_allclose(ex.matrix, weights, atol=1e-5)
+    np.testing.assert_allclose(ex.result["probs"], probs, atol=1e-5)
+    rows = len(written)
+    assert ex.shown.startswith(f"step {steps}: the cache holds {rows} row{'s' if rows != 1 else ''} in each head, "
+                               f"the newest query {written[-1]!r} in the last row; the likeliest next characters: ")
+
+
+def test_generate_starts_on_its_first_prompt_after_the_prefill_and_stores_its_config(multi):
+    ex = explorers.generate_explorer(multi, prompts=PROMPTS)
+    assert ex.values == {"line": "ROMEO:", "text": "ROMEO:", "step": 0}
+    data, metadata = ex._repr_mimebundle_()
+    assert data["text/plain"] == "GenerateExplorer(line='ROMEO:', text='ROMEO:', step=0)"
+    config = metadata[base.PAGE_KEY]
+    assert config["explorer"] == "generate" and config["max_prompt"] == 8 and len(config["model"]["heads"]) == 4
+    assert len(json.dumps(config)) < 200_000
+
+
+def test_generate_names_a_prompt_too_long_and_a_step_out_of_range(multi):
+    ex = explorers.generate_explorer(multi, prompts=PROMPTS)
+    ex.set(line="", text="much too long")
+    assert ex.message == ("a prompt of at most 8 characters, please: 13 leave too few rows of the window for the "
+                          "steps")
+    assert "decode steps" in ex.set(step=25)
+    with pytest.raises(ValueError, match="at most 8"):
+        explorers.generate_explorer(multi, prompts=["First Citizen:"])

@@ -15,6 +15,7 @@ own module):
 - chapter 6 (:mod:`.chapter6`): :func:`check_previous_token_head`, :func:`check_weight_by_distance`,
   :func:`check_score_parts`;
 - chapter 7 (:mod:`.chapter7`): :func:`check_split_heads`, :func:`check_multi_head`.
+- chapter 8 (:mod:`.chapter8`): :func:`check_attend_cached`, :func:`check_embed_next`.
 
 The rest of the package: :mod:`.engine` (the messages, :data:`MISTAKES`, and how an answer is compared
 and a mistake matched), :mod:`.running` (strict mode, running the learner's code), :mod:`.trial` (the
@@ -73,6 +74,7 @@ from .chapter4 import check_padding_mask
 from .chapter5 import check_head, check_multihead_sdpa, check_real_batch_weights
 from .chapter6 import check_previous_token_head, check_score_parts, check_weight_by_distance
 from .chapter7 import check_multi_head, check_split_heads
+from .chapter8 import check_attend_cached, check_embed_next
 # the building blocks of a check, importable from here as before the package was split (for new checks
 # written outside it, and for the graders: attention_lab.judge and attention_lab.observe)
 from .engine import (ATOL, LINE_WIDTH, MISTAKES, RTOL, Case, CheckFailed, _answer_is, _compare, _fail,  # noqa: F401
@@ -93,6 +95,8 @@ __all__ = [
     "check_score_parts",
     "check_split_heads",
     "check_multi_head",
+    "check_attend_cached",
+    "check_embed_next",
     "diagnose",
     "CheckFailed",
     "MISTAKES",

@@ -16,6 +16,8 @@ name                    chapter  what the controls change
                                  chapter 6's head, before and after training
 ``heads_explorer``      7        a line of the play or typed text, a head removed -> the weights of the
                                  four heads of chapter 7's model, and its likeliest next characters
+``generate_explorer``   8        a prompt, a number of decode steps -> the text chapter 7's model
+                                 writes, and each head's weights over its cache, the newest query last
 ======================  =======  =====================================================================
 
 In code: ``ex.values``, ``ex.set(T=5)`` (as the reader would; returns "" or the message), ``ex.matrix``,
@@ -26,6 +28,7 @@ computed and tested: CONTRIBUTING.md, "The explorers".
 from attention_lab.explorers.average import AverageExplorer
 from attention_lab.explorers.base import C, PAGE_KEY, BadInput, Explorer, entropy_bits, floats, head_weights
 from attention_lab.explorers.head import HeadExplorer
+from attention_lab.explorers.generate import GenerateExplorer
 from attention_lab.explorers.heads import HeadsExplorer
 from attention_lab.explorers.learner import HANG_NOTE, HEAD_TIME_LIMIT_S, can_stop_a_hang
 from attention_lab.explorers.masking import MaskingExplorer
@@ -41,11 +44,12 @@ masking_explorer = MaskingExplorer
 head_explorer = HeadExplorer
 trained_explorer = TrainedExplorer
 heads_explorer = HeadsExplorer
+generate_explorer = GenerateExplorer
 
 __all__ = [
     "C", "PAGE_KEY", "POWERS_OF_TWO", "HANG_NOTE", "HEAD_TIME_LIMIT_S", "BadInput", "Explorer",
     "AverageExplorer", "ScoresExplorer", "ScalingExplorer", "MaskingExplorer", "HeadExplorer", "TrainedExplorer",
     "HeadsExplorer",
     "average_explorer", "scores_explorer", "scaling_explorer", "masking_explorer", "head_explorer",
-    "trained_explorer", "heads_explorer", "can_stop_a_hang", "entropy_bits", "floats", "head_weights",
+    "trained_explorer", "heads_explorer", "generate_explorer", "can_stop_a_hang", "entropy_bits", "floats", "head_weights",
 ]

@@ -16,7 +16,8 @@ from importlib.resources import files
 # the engine's scripts, in the order they load: each adds its part to globalThis.AttentionLab
 SCRIPTS = ("format.js", "attention.js", "controls.js", "heatmap.js", "trace.js", "mount.js",
            "explorers/average.js", "explorers/scores.js", "explorers/scaling.js", "explorers/masking.js",
-           "explorers/head.js", "explorers/trained.js", "explorers/heads.js")
+           "explorers/head.js", "explorers/trained.js", "explorers/heads.js",
+           "explorers/generate.js")
 VIEW = "view.js"  # the widget view's glue: `export default { render }`
 PAGE = "page.js"  # the hosted book's start: mount every explorer of the page
 CSS = "explorers.css"

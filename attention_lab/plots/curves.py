@@ -1,5 +1,5 @@
 """Curves and bars: the variance of q·k against d_k and softmax saturation (chapter 3), loss curves and
-what a trained head attends to (chapter 6).
+what a trained head attends to (chapter 6), the cost of a generation step (chapter 8).
 """
 
 from __future__ import annotations
@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 import numpy as np
 from matplotlib.figure import Figure
+from matplotlib.ticker import NullFormatter
 
 from .heatmaps import TICK_PX, _pt, new_figure
 
@@ -193,4 +194,32 @@ def same_vs_different(pairs: dict) -> Figure:
     ax.tick_params(labelsize=_pt(TICK_PX))
     ax.grid(alpha=0.3)
     ax.legend(fontsize=_pt(TICK_PX), loc="lower right")
+    return fig
+
+
+def cost_curves(T_values: Sequence[int], curves: dict) -> Figure:
+    """Draw multiply-adds per generated token against the window length T, one line per way of computing
+    it, and return the Figure (chapter 8).
+
+    ``curves`` maps a name ("full window", "with the cache") to one count per entry of ``T_values``; both
+    axes are logarithmic, so a count that grows like T is a line of slope 1. A pyplot figure: end the
+    cell with ``plt.show()``.
+    """
+    T_values = [int(t) for t in T_values]
+    for name, ys in curves.items():
+        if len(ys) != len(T_values):
+            raise ValueError(f"{name} needs one count per T: expected {len(T_values)}, got {len(ys)}")
+    fig = new_figure(figsize=(6.8, 3.0), pyplot=True, layout="constrained")
+    ax = fig.add_subplot()
+    for (name, ys), color, marker in zip(curves.items(), MODEL_COLORS, "os^D"):
+        ax.plot(T_values, [float(y) for y in ys], "-", marker=marker, color=color, lw=1.6, label=name)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.yaxis.set_minor_formatter(NullFormatter())  # the decades only: 2 x 10^4 ... crowd the axis
+    ax.set_xticks(T_values, [str(t) for t in T_values])
+    ax.set_xlabel("T, characters in the window")
+    ax.set_ylabel("multiply-adds per character")
+    ax.tick_params(labelsize=_pt(TICK_PX))
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=_pt(TICK_PX), loc="upper left")
     return fig

@@ -25,4 +25,5 @@ from attention_lab.questions.forms import (  # noqa: F401  (the package's public
     digest, fmt, number_question, options_text, question, read_cells, read_number, within)
 from attention_lab.questions.forms import _asked  # noqa: F401  (tests read what a kernel was asked)
 # each chapter's module registers its questions when imported
-from attention_lab.questions import chapter1, chapter2, chapter3, chapter4, chapter5, chapter6, chapter7  # noqa: F401
+from attention_lab.questions import (  # noqa: F401
+    chapter1, chapter2, chapter3, chapter4, chapter5, chapter6, chapter7, chapter8)

@@ -30,6 +30,7 @@ import page_explorers  # book/_ext, on the tests' pythonpath
 ENGINE = ROOT / "attention_lab" / "static" / "engine"
 TOL = 1e-5
 LINES = ["GREMIO:", "Welcome, good Cambio.", "Good morrow, neighbour Baptista."]
+PROMPTS = ["ROMEO:", "GREMIO:", "The "]
 
 
 def chapter5_start():
@@ -50,6 +51,7 @@ def build_all():
         "head32": explorers.head_explorer(text="First Citizen:", block_size=32),
         "trained": explorers.trained_explorer(shipped.trained, shipped.untrained, lines=LINES),
         "heads": explorers.heads_explorer(training.load_multi(), lines=LINES),
+        "generate": explorers.generate_explorer(training.load_multi(), prompts=PROMPTS),
     }
 
 
@@ -89,6 +91,13 @@ HEADS_SETTINGS = ([{"line": line, "removed": r} for line in LINES for r in (-1, 
                   + [{"text": s, "removed": r} for s, r in HEADS_TEXTS])
 
 
+# chapter 8: the text written greedily and every head's picture over it, at 24 settings
+GENERATE_SETTINGS = ([{"line": p, "step": n} for p in PROMPTS for n in (0, 1, 5, 24)]
+                     + [{"line": "", "text": t, "step": n} for t, n in
+                        [("O", 0), ("O", 12), ("KING", 7), ("a b", 3), ("What?", 24), ("zz", 9), ("\n", 16),
+                         ("Be gone", 2), ("ROMEO:", 20), ("thou", 24), ("I", 1), ("  ", 5)]])
+
+
 @pytest.fixture(scope="module")
 def built():
     return build_all()
@@ -113,7 +122,7 @@ def load(context, built):
     p.add_style_tag(path=str(ROOT / "book" / "_static" / "course.css"))
     p.add_style_tag(content=view.css())
     p.add_script_tag(content=view.page_source())
-    p.wait_for_function("document.querySelectorAll('.attention-explorer[data-paints]').length === 8")
+    p.wait_for_function("document.querySelectorAll('.attention-explorer[data-paints]').length === 9")
     assert errors == []
     return p
 
@@ -187,6 +196,47 @@ def test_the_four_heads_and_the_next_character_equal_python_and_torch_at_every_s
         panel = page.inner_text("#heads .explorer-next-list")
         assert f"{result['top'][0][1]:.2f}" in panel, (setting, panel)
     print(f"\nheads: {len(HEADS_SETTINGS)} settings, 4 heads and 65 probabilities each, largest difference "
+          f"{worst:.2g}")
+
+
+def greedy_by_torch(model, prompt, steps):
+    """The text chapter 8's explorer writes: the model's likeliest next character appended, steps times."""
+    ids = torch.tensor([text.encode(prompt)])
+    with torch.no_grad():
+        for _ in range(steps):
+            ids = torch.cat([ids, model(ids)[:, -1].argmax(-1, keepdim=True)], dim=1)
+        return ids, model.attn.weights(model.embed(ids))[0].numpy(), F.softmax(model(ids)[0, -1], -1).numpy()
+
+
+def test_generation_step_by_step_equals_python_and_torch_at_every_setting(page, built):
+    ex = built["generate"]
+    model = training.load_multi()
+    assert len(GENERATE_SETTINGS) >= 20
+    worst = 0.0
+    for setting in GENERATE_SETTINGS:
+        for key, value in setting.items():
+            assert run(page, "generate", "return X.set(arg[0], arg[1]);", [key, value]) == "", setting
+        py = run(page, "generate", "return X.values();")
+        result = ex.compute(py)
+        ids, truth_w, truth_p = greedy_by_torch(model, py["line"] or py["text"], py["step"])
+        assert result["written"] == text.decode(ids[0]), setting
+        assert run(page, "generate", "return X.part('written');") == result["written"], setting
+        for h in range(4):
+            got = as_matrix(run(page, "generate", f"return X.weights({h});"))
+            assert got.shape == truth_w[h].shape, setting
+            finite = np.isfinite(result["matrix"][h])
+            assert np.array_equal(np.isneginf(got), np.isneginf(result["matrix"][h]))
+            for want in (result["matrix"][h], truth_w[h]):
+                diff = float(np.abs(got[finite] - want[finite]).max())
+                worst = max(worst, diff)
+                assert diff <= TOL, f"generate {setting} head {h}: {diff:.3g}"
+        probs = np.array(run(page, "generate", "return X.part('probs');"))
+        for want in (result["probs"], truth_p):
+            diff = float(np.abs(probs - want).max())
+            worst = max(worst, diff)
+            assert diff <= TOL, f"generate {setting} probabilities: {diff:.3g}"
+        assert run(page, "generate", "return X.alt();") == ex.alt(py, result), setting
+    print(f"\ngenerate: {len(GENERATE_SETTINGS)} settings, 4 heads and 65 probabilities each, largest difference "
           f"{worst:.2g}")
 
 
