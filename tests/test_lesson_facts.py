@@ -117,7 +117,7 @@ FACTS = [
      "first 20 rows the same, to within 1e-6: True True"),
     ("08_generation", "row = model.attn.tril[past:past + 1", "keys it hides: 0"),
     ("08_generation", "logits, cache = forward_cached(model, written[:, :1])",
-     "cache after 31 decode steps: (1, 4, 32, 16)\nsteps compared: 31; logits up to 18 in size\n"
+     "cache after 31 decode steps: (1, 4, 32, 16)\nsteps compared: 31; logits up to 24 in size\n"
      "largest logit gap below 1e-4: True\nlargest probability gap below 1e-5: True\n"
      "same likeliest character at every step: True"),
     ("08_generation", "same = generate_cached(", "the same 31 characters as section 8.2: True"),
