@@ -696,7 +696,7 @@ def embed_rows(ids, past, token_table, position_table, *, row="right", token=Tru
     """Chapter 8's decode input, right or with a named mistake, with the tables called."""
     bs = position_table.weight.shape[0]
     p = {"right": min(past, bs - 1), "zero": 0, "plus": min(past + 1, bs - 1), "minus": past - 1,
-         "uncapped": past}[row]
+         "uncapped": past, "wrapped": past % bs}[row]
     pos = position_table(torch.tensor([p]))
     return token_table(ids) + pos if token else pos.expand(ids.shape[0], 1, -1)
 
@@ -705,7 +705,7 @@ def embed_weights(ids, past, token_table, position_table, *, row="right", token=
     """The same input from the tables' weights, indexed."""
     bs = position_table.weight.shape[0]
     p = {"right": min(past, bs - 1), "zero": 0, "plus": min(past + 1, bs - 1), "minus": past - 1,
-         "uncapped": past}[row]
+         "uncapped": past, "wrapped": past % bs}[row]
     pos = position_table.weight[p]
     return token_table.weight[ids] + pos if token else pos.repeat(ids.shape[0], 1, 1)
 
@@ -1556,6 +1556,9 @@ WRONG = [
     ("cache-trim-newest-narrow", checks.check_attend_cached, (functools.partial(step_by_hand, trim="narrow"),), "cache/trim-newest-cache"),
     ("embed-from-zero", checks.check_embed_next, (functools.partial(embed_rows, row="zero"),), "embed/from-zero"),
     ("embed-from-zero-weights", checks.check_embed_next, (functools.partial(embed_weights, row="zero"),), "embed/from-zero"),
+    ("embed-wrapped", checks.check_embed_next, (functools.partial(embed_rows, row="wrapped"),), "embed/wrapped"),
+    ("embed-wrapped-weights", checks.check_embed_next, (functools.partial(embed_weights, row="wrapped"),),
+     "embed/wrapped"),
     ("embed-one-more", checks.check_embed_next, (functools.partial(embed_rows, row="plus"),), "embed/one-more"),
     ("embed-one-more-weights", checks.check_embed_next, (functools.partial(embed_weights, row="plus"),), "embed/one-more"),
     ("embed-one-less", checks.check_embed_next, (functools.partial(embed_rows, row="minus"),), "embed/one-less"),

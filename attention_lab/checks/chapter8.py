@@ -214,9 +214,13 @@ def right_row(past: int, block_size: int) -> int:
 
 
 _EMBED_ROWS = _table(
+    ("embed/wrapped", "you gave the new character row 0 of the position table after {past} cached characters, "
+     "more than its {block_size} rows hold: once the window is full the new character takes the last row, "
+     "{last}, so take min(past, block_size - 1), not past % block_size",
+     _answer_is(lambda c: _embedded(c, 0) if c.past >= c.block_size else None)),
     ("embed/from-zero", "you gave the new character row 0 of the position table: after {past} cached "
      "characters it sits at position {past}, so add position_table(torch.tensor([past])) (torch.arange(1) "
-     "starts from 0 at every step)", _answer_is(lambda c: _embedded(c, 0) if right_row(c.past, c.block_size)
+     "starts from 0 at every step)", _answer_is(lambda c: _embedded(c, 0) if 0 < c.past < c.block_size
                                                  else None)),
     ("embed/one-more", "you gave the new character row {past_plus} of the position table: the {past} cached "
      "characters are positions 0 to {past_minus}, so the new one is position {past}",
@@ -256,7 +260,7 @@ def check_embed_next(fn, *, trial):
     trial.fill(tok, 1.0)
     trial.fill(pos, 1.0)
     name = getattr(fn, "__name__", "embed_next")
-    for B, past in ((6, 3), (1, 0), (3, bs - 1), (1, bs), (6, bs + trial.integer(1, 5)), (2, 2)):
+    for B, past in ((6, 3), (1, 0), (3, bs - 1), (4, bs), (6, bs + trial.integer(1, 5)), (2, 2)):
         ids = trial.integers(0, vocab - 1, (B, 1))
         case = EmbedCase(tok=tok.weight.detach().double(), pos=pos.weight.detach().double(), ids=ids,
                          past=past, block_size=bs, past_plus=right_row(past, bs) + 1,
