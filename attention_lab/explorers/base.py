@@ -277,6 +277,16 @@ def checked_lines(lines, block_size: int) -> list[str]:
     return lines
 
 
+def follow_line(explorer, name, values) -> dict:
+    """An explorer's ``follow`` for a menu of lines beside a text box (chapters 6 and 7): a line chosen in
+    the menu goes into the text box; typing there sets the menu to "(your own text)"."""
+    if name == "line" and values["line"]:
+        return {"text": values["line"]}
+    if name == "text" and values["text"] != values["line"]:
+        return {"line": ""}
+    return {}
+
+
 def vocabulary() -> dict:
     """The vocabulary as the engine checks a text against it: its characters and the marks the message lists."""
     chars = "".join(vocab())

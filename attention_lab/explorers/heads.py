@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import torch
 
-from attention_lab.explorers.base import Explorer, checked_lines, floats, text_ids, unpack, vocabulary, weights_of
+from attention_lab.explorers.base import (Explorer, checked_lines, follow_line,
+                                         floats, text_ids, unpack, vocabulary, weights_of)
 from attention_lab.explorers.controls import Control, a_kind, text_box, toggle
 
 TOP = 3  # next characters named in the caption and listed in the panel (TOP_PANEL)
@@ -94,13 +95,7 @@ class HeadsExplorer(Explorer):
                 "panel": {"title": "next character", "alt": "the model's likeliest next characters"},
                 "model": self.tables}
 
-    def follow(self, name, values):
-        # a line chosen in the menu goes into the text box; typing there sets the menu to "(your own text)"
-        if name == "line" and values["line"]:
-            return {"text": values["line"]}
-        if name == "text" and values["text"] != values["line"]:
-            return {"line": ""}
-        return {}
+    follow = follow_line
 
     def compute(self, values):
         chars = values["line"] or values["text"]

@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from attention_lab.explorers.base import Explorer, checked_lines, projections, text_ids, unpack, vocabulary, weights_of
+from attention_lab.explorers.base import (Explorer, checked_lines, follow_line,
+                                         projections, text_ids, unpack, vocabulary, weights_of)
 from attention_lab.explorers.controls import Control, a_kind, text_box, toggle
 
 
@@ -65,13 +66,7 @@ class TrainedExplorer(Explorer):
         return {"block_size": self.block_size, **vocabulary(),
                 "models": {"trained": self.tables[True], "untrained": self.tables[False]}}
 
-    def follow(self, name, values):
-        # a line chosen in the menu goes into the text box; typing there sets the menu to "(your own text)"
-        if name == "line" and values["line"]:
-            return {"text": values["line"]}
-        if name == "text" and values["text"] != values["line"]:
-            return {"line": ""}
-        return {}
+    follow = follow_line
 
     def compute(self, values):
         chars = values["line"] or values["text"]
