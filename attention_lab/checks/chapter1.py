@@ -136,16 +136,8 @@ def _average_shapes(trial) -> list[tuple[int, int, int]]:
 @_check
 def check_cumsum_average(fn, *, trial):
     """Chapter 1, the exercise "the causal average with cumsum": ``fn(x)`` maps (B, T, C) to its causal
-    running mean, computed as ``x.cumsum(dim=1)`` divided by the running counts 1, 2, ..., T.
-
-    Tests the numbers on inputs drawn at each call (B = 1 to 4, T = 1 to 64, two inputs of one shape;
-    position t of the result is the mean of positions 0..t of ``x``), then that ``torch.cumsum`` (or
-    ``x.cumsum``) was called: the right numbers without it (a loop, a row-normalized ``tril`` matrix)
-    fail with "right numbers, but no cumsum". Names the mistakes of any running mean (the future
-    averaged in, the current token left out, sums, columns normalized) and of cumsum: dividing by T,
-    counts that start at 0 (inf), are wrong at some position or hard-coded to one length, floor
-    division (//), cumsum over the wrong axis, counts of shape (T,) that meet the channels instead of
-    the positions.
+    running mean, ``x.cumsum(dim=1)`` divided by the running counts 1, 2, ..., T; the right numbers
+    without a call of cumsum fail.
     """
     for B, T, C in _average_shapes(trial):
         x = trial.randn(B, T, C)

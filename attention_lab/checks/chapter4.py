@@ -181,17 +181,9 @@ def check_padding_mask(fn, *, trial):
     """Chapter 4, the padding-mask exercise: ``fn(scores, pad)`` returns weights that are causal and
     give no weight to padding.
 
-    ``scores`` is (B, T, T); ``pad`` is a (B, T) bool tensor, True where a position holds padding. The
-    tests pad on the left (0 to T tokens per sequence, T = 8, 5, 1, one drawn from 2 to 16 at each
-    call, and 8 again), so the first rows of a padded sequence have no key left: the answer must make
-    such rows all zeros, not nan. Every other row is the softmax over the keys that are neither in the
-    future nor padding.
-
-    Accepts -inf and large finite fills (-1e9, ``torch.finfo(dtype).min``), and any way of zeroing the
-    empty rows (``torch.nan_to_num``, ``torch.where``, multiplying by a row mask). Names: nan rows (which
-    batch and row, and why), rows left uniform by a finite fill, padding not masked, padding applied
-    to the queries instead of the keys, the flags inverted, the future not masked, masking after the
-    softmax, filling with 0.
+    ``scores`` is (B, T, T); ``pad`` is a (B, T) bool tensor, True where a position holds padding, on the
+    left. Each row is the softmax over the keys that are neither in the future nor padding; a row with
+    no such key is all zeros, not nan.
     """
     for T, pads in _padding_cases(trial):
         B = len(pads)

@@ -143,18 +143,9 @@ class _BuiltHead:
 def check_head(Head, *, trial):
     """Chapter 5, exercise ``ex-head-diagnose``: the class ``Head``, built as ``Head(C, head_size, block_size)``.
 
-    Its forward maps (B, T, C) to (B, T, head_size) for every T <= block_size; it has the attributes
-    ``key``, ``query`` and ``value`` (bias-free ``nn.Linear(C, head_size)`` of float numbers on the
-    CPU) and a ``tril`` buffer. Two heads are built, the chapter's (384, 16, 8) and one of sizes drawn
-    at each call, each tried at T = block_size, T = 1 or a T drawn below it, and its first shape again.
-    The expected output is computed from the head's own key, query and value weights before its
-    forward runs, with the head in ``eval()`` mode (an ``nn.Dropout`` is off). A forward that changes
-    the head's weights or its input ``x`` fails, saying so (and they are put back); so does one whose
-    output for the same ``x`` changes (a factor that grows, randomness) or that is right only where a
-    new head with the same weights is (state kept between calls). Mistakes the tables do not rebuild
-    are named by measurement, from the weights the head really uses (:func:`.heads._weights_read`): a
-    future key with weight, a finite fill, a past key hidden, a scale after the softmax, any other
-    scale; so is a mask that only fits T = block_size.
+    Its forward maps (B, T, C) to (B, T, head_size) for every T <= block_size, from bias-free ``key``,
+    ``query`` and ``value`` layers and a ``tril`` buffer. The chapter's head (384, 16, 8) and one of
+    drawn sizes are built and compared, in ``eval()`` mode, with the output of their own weights.
     """
     name = _name(Head)
     if isinstance(Head, nn.Module):
@@ -273,19 +264,11 @@ def _real_inputs(head, x) -> None:
 @_check
 def check_real_batch_weights(weights, head, x, *, trial):
     """Chapter 5, the real-batch exercise (``ex-head-real-batch``): ``weights`` are the (B, T, T)
-    attention weights that ``head`` computes for the batch ``x`` (B, T, C).
+    attention weights that ``head`` computes for the batch ``x`` (B, T, C), softmax(q @ kᵀ / √head_size)
+    with the future masked.
 
-    ``weights`` is the learner's tensor or, so that a stub reports "not yet implemented", a function of
-    no arguments returning it (None counts as not yet computed), which is called twice: two calls that
-    differ are named. It reads the notebook's own head and x, so the check draws no inputs. ``head`` is the chapter's head (its
-    ``key`` and ``query`` are read, never trained) and ``x`` the real batch; each is checked first.
-    The expected weights are the head's own, computed before the learner's function runs:
-    softmax(q @ kᵀ / √head_size) with the future masked, q and k from the head's projections of
-    ``x``. So unscaled, wrongly scaled, q/k-swapped or wrongly masked weights fail, by name (the head
-    mistakes of :func:`check_head`, and no ``is_causal``), and so do weights that are close but not
-    exactly 0 above the diagonal (a finite fill), the head's output (``v = head.value(x)``) or any tensor
-    not (B, T, T), and a function that changes ``head`` or ``x`` (which are then put back,
-    so that the next run names the change again).
+    ``weights`` is a tensor or, so that a stub reports "not yet implemented", a function of no
+    arguments returning it, called twice. It reads the notebook's own head and x: it draws no inputs.
     """
     _real_inputs(head, x)
     C, hs = head.key.in_features, head.key.out_features
@@ -453,17 +436,10 @@ def _multihead_cases(trial) -> list[tuple[tuple[int, int, int, int], list[tuple[
 def check_multihead_sdpa(fn, *, trial):
     """Chapter 5, the multi-head exercise: ``fn(heads, x)`` runs several heads with one fused call.
 
-    ``heads`` is a list of heads built like Fig. 6's (bias-free ``key``, ``query``, ``value``, a
-    ``tril`` buffer): 3 of ``Head(32, 8, 8)``, then 2 to 4 of sizes drawn at each call; ``x`` is
-    (B, T, C) with T = block_size, 1 and drawn below it. The answer stacks the heads' q, k and v into
-    (B, n_heads, T, hs) tensors, calls ``F.scaled_dot_product_attention(q, k, v, is_causal=True)``
-    once on them, and returns the heads' outputs side by side, (B, T, n_heads * hs), equal to
-    ``torch.cat([h(x) for h in heads], -1)``.
-
-    Names: heads in the wrong order, outputs interleaved (head axis last), a reshape without the
-    transpose, one wide head over the concatenated q, k, v, the heads stacked on axis 2, the (B, n_heads, T, hs) result returned as it is or with the last two axes not merged,
-    the mean instead of the concatenation, no causal mask (or a float mask), the head mistakes of
-    :func:`check_head`; and, with the right numbers, no call, one call per head, or a call on 3-D input.
+    ``heads`` is a list of heads like Fig. 6's (3 of ``Head(32, 8, 8)``, then 2 to 4 of drawn sizes).
+    The answer stacks their q, k and v into (B, n_heads, T, hs) tensors, calls
+    ``F.scaled_dot_product_attention(q, k, v, is_causal=True)`` once, and returns the heads' outputs
+    side by side, ``torch.cat([h(x) for h in heads], -1)``.
     """
     probed = False
     for (C, hs, bs, n), shapes in _multihead_cases(trial):

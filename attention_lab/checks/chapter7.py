@@ -84,14 +84,8 @@ def _split_shapes(trial):
 
 @_check
 def check_split_heads(fn, *, trial):
-    """Chapter 7, exercise ``ex-many-split``: ``fn(t, n_head)`` splits t (B, T, C) into heads.
-
-    The answer is ``t.view(B, T, n_head, C // n_head).transpose(1, 2)``, shape (B, n_head, T, hs),
-    whose ``[b, h]`` is head h's (T, hs) slice: channels h·hs to (h + 1)·hs - 1 of every position.
-    Tested on the chapter's sizes (B, T, C, n_head) = (4, 8, 64, 4), T = 1, and drawn sizes, one
-    shape twice. Names: a view straight to (B, n_head, T, hs), the view (B, T, n_head, hs) returned
-    without the transpose, channels dealt out to heads in turn (interleaved), a transpose of the
-    wrong pair of axes; and an answer that changes ``t``.
+    """Chapter 7, exercise ``ex-many-split``: ``fn(t, n_head)`` splits t (B, T, C) into heads,
+    ``t.view(B, T, n_head, C // n_head).transpose(1, 2)``: head h holds channels h·hs to (h + 1)·hs - 1.
     """
     for B, T, nh, hs in _split_shapes(trial):
         C = nh * hs
@@ -295,18 +289,8 @@ def _layer_shapes(trial):
 @_check
 def check_multi_head(fn, *, trial):
     """Chapter 7, exercise ``ex-many-layer``: ``fn(x, c_attn, c_proj, n_head)`` computes the layer of
-    Fig. 10 from its two linear layers.
-
-    ``x`` is (B, T, C); ``c_attn`` is a bias-free ``nn.Linear(C, 3 * C)`` whose output holds every
-    head's queries, then keys, then values; ``c_proj`` is W_O, a bias-free ``nn.Linear(C, C)``. The
-    answer is causal multi-head attention with heads of size C // n_head, put side by side in head order
-    and mixed by ``c_proj``, (B, T, C). By hand or with ``F.scaled_dot_product_attention``. Tested on the
-    chapter's sizes (C = 64, 4 heads), T = 1 and drawn sizes, one twice. Names: W_O left out, scores
-    scaled by √C (or not at all, or multiplied by √hs), the causal mask left out or reversed, the softmax
-    over dim -2, q, k, v split with no transpose at all or reshaped straight to (B, n_head, T, hs), a
-    mask sized to a block size and not cut to T (a hint), a transpose
-    of the wrong axes, heads merged without the transpose back or interleaved, heads in the wrong order, c_attn's q, k, v read
-    in the wrong order; an answer that changes x or the layers.
+    Fig. 10: ``c_attn``, a bias-free ``nn.Linear(C, 3 * C)``, gives every head's q, then k, then v; the
+    causal heads' outputs, side by side in head order, go through ``c_proj`` (W_O), giving (B, T, C).
     """
     for B, T, nh, hs in _layer_shapes(trial):
         C = nh * hs

@@ -1,10 +1,6 @@
 """Chapter 8's checks: one decode step of attention with a KV cache (:func:`check_attend_cached`) and
-the input of a decode step, token plus position (:func:`check_embed_next`).
-
-They name the mistakes of a first KV cache: keys and values appended on the wrong axis, a mask that
-hides the past from the single decode query, the cache not trimmed at ``block_size``, and the position
-table read from row 0 at every step. A cache is passed in and handed back by the answer, so a changed
-cache is what the answer is meant to return, not a state it keeps.
+the input of a decode step, token plus position (:func:`check_embed_next`). A cache is passed in and
+handed back by the answer, so a changed cache is what the answer is meant to return.
 """
 from __future__ import annotations
 
@@ -147,14 +143,9 @@ def _check_cache(got, case: CacheCase, expected_k, expected_v, name: str, where:
 def check_attend_cached(fn, *, trial):
     """Chapter 8, exercise ``ex-gen-cache``: ``fn(q, k, v, cache, block_size)`` is one decode step.
 
-    ``q``, ``k``, ``v`` are the new position's query, key and value, (B, n_head, 1, hs); ``cache`` is
-    ``None`` or ``(k_cache, v_cache)``, each (B, n_head, T, hs). The answer appends k and v on the time
-    axis, keeps the last ``block_size`` rows, and returns ``(out, (k_cache, v_cache))`` with out the
-    query's attention over every kept row, no mask, scaled by 1/√hs. Tested with no cache, a cache of
-    1, of a few rows below block_size, and full at block_size (twice, other numbers). Names: a cat on the
-    wrong axis (by torch.cat's error, which a cache of 3 rows meets first), a mask that lets the query see the first key only
-    (``is_causal=True`` with one query) or its own key only, the cache not trimmed or trimmed at the wrong
-    end, no scale; an answer that changes q, k or v.
+    ``q``, ``k``, ``v`` (B, n_head, 1, hs) are the new position's; ``cache`` is None or ``(k_cache,
+    v_cache)``, each (B, n_head, T, hs). The answer appends k and v on the time axis, keeps the last
+    ``block_size`` rows and returns ``(out, (k_cache, v_cache))``, out the query's attention over them.
     """
     nh, hs = trial.choice((2, 3)), trial.choice((4, 5, 8))
     bs = trial.integer(4, 6)
@@ -250,10 +241,7 @@ _EMBED_HINTS = _table(
 @_check
 def check_embed_next(fn, *, trial):
     """Chapter 8, exercise ``ex-gen-embed``: ``fn(ids, past, token_table, position_table)`` is the input
-    of a decode step, (B, 1, C): the token's row plus the position table's row ``min(past, block_size -
-    1)``. Tested on past = 0, a few, block_size - 1, block_size and beyond, with B = 1 and more. Names: the
-    position from 0 at every step, one row too far or too near, the token's row left out, an index past
-    the table's end; an answer that changes the tables.
+    of a decode step, (B, 1, C): the token's row plus the position table's row ``min(past, block_size - 1)``.
     """
     vocab, C, bs = trial.integer(5, 9), trial.choice((6, 8)), trial.integer(5, 7)
     tok, pos = nn.Embedding(vocab, C), nn.Embedding(bs, C)
