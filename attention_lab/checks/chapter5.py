@@ -61,14 +61,6 @@ def _exactly_masked(case, what: str, where: str) -> None:
         raise CheckFailed(f"{_fill(row.message, case.sizes(), found)}\n  ({what}, {where})", row.id)
 
 
-def _head_problem(head, name: str, C: int, hs: int) -> CheckFailed | None:
-    try:
-        _check_head_structure(head, name, C, hs)
-    except CheckFailed as problem:
-        return problem
-    return None
-
-
 # sizes to draw a head from: none of them makes a scale written for the lesson's sizes (1/4, 1/√8,
 # 1/√32, ...) equal to one written from the head's own (1/d_k, 1/√d_k, 1/√C), which would name the
 # wrong mistake
@@ -154,7 +146,11 @@ def check_head(Head, *, trial):
     for (C, hs, bs), shapes in _head_builds(trial):
         built = _BuiltHead(Head, name, (C, hs, bs))
         head = built.head
-        problem = _head_problem(head, name, C, hs)
+        problem = None
+        try:
+            _check_head_structure(head, name, C, hs)
+        except CheckFailed as found:  # raised after the first forward, whose error it explains better
+            problem = found
         earlier = []
         for i, (B, T) in enumerate(shapes):
             x = trial.randn(B, T, C)
@@ -302,42 +298,39 @@ class MultiheadCase(HeadCase):
     B: int
     outs: list  # each head's (B, T, hs) output
     width: int  # n * hs
-    projected: list = dataclasses.field(default_factory=list)  # each head's _Projected q, k, v
+    projected: list  # each head's _Projected q, k, v
 
 
-def _stacked(case, dim):
-    """q, k, v of every head stacked on axis ``dim``, in float64."""
-    return [torch.stack([getattr(p, name) for p in case.projected], dim) for name in ("q", "k", "v")]
+def _qkv(case, join, dim):
+    """q, k, v of every head joined by ``join`` (torch.stack or torch.cat) on axis ``dim``, in float64."""
+    return [join([getattr(p, name) for p in case.projected], dim) for name in ("q", "k", "v")]
+
+
+def _causal(q, k, v):
+    return nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+
+def _merged(case, got, out):
+    """{} if ``got`` is ``out`` merged to (B, T, n * hs), with or without a transpose first."""
+    ends = (out.reshape(case.B, case.T, -1), out.transpose(1, 2).reshape(case.B, case.T, -1))
+    return {} if any(_matches(got, end) for end in ends) else None
 
 
 def _one_wide_head(case, got):
     """One head over the heads' q, k, v concatenated: every score sums all heads' products."""
-    if not case.projected:
-        return None
-    q, k, v = (torch.cat([getattr(p, name) for p in case.projected], -1) for name in ("q", "k", "v"))
-    wide = nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)  # (B, T, n * hs)
-    return {} if _matches(got, wide) else None
+    return {} if _matches(got, _causal(*_qkv(case, torch.cat, -1))) else None  # (B, T, n * hs)
 
 
 def _wrong_stack_axis(case, got):
     """q, k, v stacked on axis 2, (B, T, n, hs): the call attends across heads, positions as its head axis."""
-    if not case.projected or case.n < 2:
-        return None
-    out = nn.functional.scaled_dot_product_attention(*_stacked(case, 2), is_causal=True)  # (B, T, n, hs)
-    ends = (out.reshape(case.B, case.T, -1), out.transpose(1, 2).reshape(case.B, case.T, -1))
-    return {} if any(_matches(got, end) for end in ends) else None
+    return _merged(case, got, _causal(*_qkv(case, torch.stack, 2)))  # (B, T, n, hs)
 
 
 def _concatenated_then_viewed(case, got):
     """q, k, v concatenated to (B, T, n * hs), then viewed as (B, n, T, hs) with no transpose: each "head"
     is a block of rows of the concatenation, positions and heads mixed."""
-    if not case.projected or case.n < 2:
-        return None
-    q, k, v = (torch.cat([getattr(p, name) for p in case.projected], -1).reshape(case.B, case.n, case.T, case.hs)
-               for name in ("q", "k", "v"))
-    out = nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)  # (B, n, T, hs)
-    ends = (out.reshape(case.B, case.T, -1), out.transpose(1, 2).reshape(case.B, case.T, -1))
-    return {} if any(_matches(got, end) for end in ends) else None
+    viewed = (t.reshape(case.B, case.n, case.T, case.hs) for t in _qkv(case, torch.cat, -1))
+    return _merged(case, got, _causal(*viewed))  # (B, n, T, hs)
 
 
 def _ones_as_values(case, got):

@@ -125,12 +125,10 @@ def check_previous_token_head(head, *, trial):
         _fail("previous/two-back", **{**fields, "t": worst2, "prev": float(w[worst2, worst2 - 1]),
                                       "two": float(w[worst2, worst2 - 2])})
     if all(f == r - 1 for f, r in zip(favourite, rows)):
-        pass
-    elif all(scores[r, r - 1] < scores[r, : r + 1].max() and scores[r, r - 1] == scores[r, : r + 1].min()
-             and scores[r, : r + 1].min() < 0 for r in rows):
-        _fail("previous/negative", **fields, score=float(scores[worst, worst - 1]))
-    if all(f == r - 1 for f, r in zip(favourite, rows)):
         _fail("previous/too-soft", **fields)
+    if all(scores[r, r - 1] < scores[r, : r + 1].max() and scores[r, r - 1] == scores[r, : r + 1].min()
+           and scores[r, : r + 1].min() < 0 for r in rows):
+        _fail("previous/negative", **fields, score=float(scores[worst, worst - 1]))
     s = int(w[worst, : worst + 1].argmax())
     _fail("previous/weak", **fields, top=float(w[worst, s]), s=s)
 
@@ -299,7 +297,7 @@ def _reference_parts(model, ids: torch.Tensor) -> list[torch.Tensor]:
             for a, b in ((q_tok, k_tok), (q_tok, k_pos), (q_pos, k_tok), (q_pos, k_pos))]
 
 
-def _close(a: torch.Tensor, b: torch.Tensor) -> bool:
+def _close(a: torch.Tensor, b: torch.Tensor) -> bool:  # pos·pos is (T, T): broadcast against (B, T, T)
     return torch.allclose(a, b, rtol=1e-4, atol=1e-4)
 
 

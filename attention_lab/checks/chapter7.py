@@ -127,9 +127,8 @@ def layer(x, w_attn, w_proj, n_head, *, split="right", merge="right", order=None
     "C" or "none"; ``proj=False`` leaves W_O out; ``parts`` is the order c_attn's rows are read in;
     ``axes`` is the pair of axes of the view (B, T, n_head, hs) that the split transposes and ``back``
     the pair the merge transposes (default: the same), the attention running over the second-to-last
-    axis whatever it holds (torch raises where those shapes cannot be computed); ``split="none"`` keeps
-    the view (B, T, n_head, hs) untransposed, so the attention runs over the heads, and merges it back
-    as it is. ``scale`` may also be "hs-value" (√hs by value, whatever the last axis holds) or "times-hs"
+    axis whatever it holds (torch raises where those shapes cannot be computed; ``axes=(1, 1)`` keeps
+    the view untransposed, so the attention runs over the heads). ``scale`` may also be "hs-value" (√hs by value, whatever the last axis holds) or "times-hs"
     (the scores multiplied by √hs); ``mask`` is "causal", "none" or "reversed" (each position sees itself
     and the future); ``softmax_dim`` the axis the softmax runs over.
     """
@@ -140,8 +139,6 @@ def layer(x, w_attn, w_proj, n_head, *, split="right", merge="right", order=None
     q, k, v = (chunks[p] for p in parts)
     if split == "view":
         q, k, v = (a.reshape(B, n_head, T, hs) for a in (q, k, v))
-    elif split == "none":
-        q, k, v = (a.view(B, T, n_head, hs) for a in (q, k, v))
     else:
         q, k, v = (a.view(B, T, n_head, hs).transpose(*axes) for a in (q, k, v))
     scores = q @ k.transpose(-2, -1)  # (B, nh, T, T)
@@ -157,9 +154,6 @@ def layer(x, w_attn, w_proj, n_head, *, split="right", merge="right", order=None
         scores = scores.masked_fill(future, float("-inf"))
     weights = torch.softmax(scores, dim=softmax_dim)
     out = weights @ v  # (B, nh, T, hs)
-    if split == "none":
-        out = out.reshape(B, T, C)
-        return out @ w_proj.T if proj else out
     if tuple(axes) != (1, 2):  # a split on the wrong axes, merged back by the same transpose or the usual one
         out = out.transpose(*(back or axes)).reshape(B, T, C)
         return out @ w_proj.T if proj else out
@@ -237,7 +231,7 @@ _LAYER_ROWS = _table(
      "row of weights must sum to 1, so softmax over the keys, dim=-1", _variant(softmax_dim=-2)),
     ("layer/no-transpose", "you split q, k and v into (B, T, n_head, hs) with no transpose: the attention "
      "then runs over the heads of one position, not over the positions of one head; add .transpose(1, 2) "
-     "after the split, and again before the merge", _variant(split="none")),
+     "after the split, and again before the merge", _variant(axes=(1, 1))),
     ("layer/split-view-only", "you split q, k and v straight into (B, n_head, T, hs) (with reshape: on the "
      "chunks that split returns, view refuses, 'view size is not compatible', and suggests reshape): both "
      "read the numbers in memory order, so your heads mix positions with channels; view as "

@@ -195,12 +195,6 @@ _DEVICE_WHY = {
 }
 
 
-def _dtype_why(dtype: torch.dtype) -> str:
-    if dtype in (torch.float16, torch.bfloat16):
-        return _DTYPE_WHY["half"]
-    return _DTYPE_WHY["integer"] if not (dtype.is_floating_point or dtype.is_complex) else _DTYPE_WHY["other"]
-
-
 def _fail_unless_float_cpu(t: torch.Tensor, **fields) -> None:
     """The answer's own tensor must be float32 or float64 on the CPU, as the inputs are."""
     __tracebackhide__ = True
@@ -208,7 +202,9 @@ def _fail_unless_float_cpu(t: torch.Tensor, **fields) -> None:
         _fail("general/device", device=t.device.type, why=_DEVICE_WHY.get(t.device.type, _DEVICE_WHY["other"]),
               **fields)
     if t.dtype not in (torch.float32, torch.float64):
-        _fail("general/dtype", dtype=str(t.dtype).replace("torch.", ""), why=_dtype_why(t.dtype), **fields)
+        kind = ("half" if t.dtype in (torch.float16, torch.bfloat16) else
+                "other" if t.dtype.is_floating_point or t.dtype.is_complex else "integer")
+        _fail("general/dtype", dtype=str(t.dtype).replace("torch.", ""), why=_DTYPE_WHY[kind], **fields)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-import secrets
 
 import torch
 import torch.nn as nn
@@ -61,11 +60,6 @@ class Trial:
             for p in module.parameters():
                 p.copy_(self.randn(*p.shape) * std)
         return module
-
-
-def fresh_seed() -> int:
-    """A new seed for learner mode: six digits, short enough to type back as ``seed=``."""
-    return 100_000 + secrets.randbelow(900_000)
 
 
 def _tensors_of(module: nn.Module) -> dict[str, tuple[torch.Tensor, str]]:
