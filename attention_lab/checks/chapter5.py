@@ -16,7 +16,8 @@ from attention_lab.reference import ReferenceHead
 from . import running  # running._run, looked up at each call: a grader's replacement reaches it too
 from .engine import (CheckFailed, _answer_is, _compare, _factor, _fail, _fill, _matches, _name, _reference_with,
                      _shape, _table)
-from .heads import _HEAD_ROWS, _MEASURED_ROWS, HeadCase, _check_head_structure, _leak, _weights_read
+from .heads import (_HEAD_ROWS, _MEASURED_ROWS, HeadCase, _check_head_structure, _leak, _weights_read,
+                    _with_new_head)
 from .hints import _HINTS
 from .references import _head_output, _head_weights, _Projected
 from .running import _call, _check, _fail_if_changed, _quietly, _raise_from, _try
@@ -91,21 +92,14 @@ class _BuiltHead:
         self.state = {k: t.detach().clone() for k, t in self.head.state_dict().items()}
 
     def fresh_output(self, x: torch.Tensor):
-        """A new head of the learner's class with these weights, on x: its output, or None. The new
-        head gets its own weights back afterwards (a grader compares what it handed out)."""
-        built = _quietly(running._run, self.Head, *self.sizes)
-        other = built[0] if built is not None and built[1] is None else None
-        if not isinstance(other, nn.Module):
-            return None
-        own = _Saved([other])
-        try:
+        """A new head of the learner's class with these weights, on x: its output, or None."""
+
+        def run(other):
             other.eval().load_state_dict(self.state)
             out, exc, _ = running._run(other, x.clone())
-        except Exception:  # noqa: BLE001 - no second head to compare with (or no recorded call): nothing is named
-            return None
-        finally:
-            own.restore()
-        return out if exc is None else None
+            return out if exc is None else None
+
+        return _with_new_head(self.Head, self.sizes, run)
 
     def fail_if_kept_state(self, x, expected, where: str, how: str) -> None:
         """A wrong output (or an error) that a new head does not give comes from an earlier call."""
@@ -188,14 +182,12 @@ def check_head(Head, *, trial):
 
 
 def _weights_answer(weights):
-    """(weights, watch): the learner's weights, a tensor or a function of no arguments returning them (a
-    stub stops); a function is called twice, two calls that differ are named, and its first call's
-    watch comes back (None for a tensor)."""
+    """The learner's weights, a tensor or a function of no arguments returning them (a stub stops); a
+    function is called twice, and two calls that differ are named."""
     __tracebackhide__ = True
-    watch = None
     if callable(weights) and not isinstance(weights, torch.Tensor):
         name = _name(weights)
-        first, watch = _call(weights, inputs="no arguments")
+        first, _ = _call(weights, inputs="no arguments")
         second, _ = _call(weights, inputs="no arguments, a second time")
         if isinstance(first, torch.Tensor) and isinstance(second, torch.Tensor) and first.shape == second.shape \
                 and first.device.type == second.device.type == "cpu" and first.numel() and not _matches(second, first):
@@ -205,7 +197,7 @@ def _weights_answer(weights):
     if not isinstance(weights, torch.Tensor):
         _fail("general/not-a-tensor", what="your weights", shape="(B, T, T)", type=type(weights).__name__,
               where="the weights of the real batch")
-    return weights, watch
+    return weights
 
 
 def _only_weights(p: _Projected):
@@ -273,8 +265,7 @@ def check_real_batch_weights(weights, head, x, *, trial):
     saved = _Saved([x, head])
     where = f"the head's own weights for x of shape {_shape(x)}"
     try:
-        got, _ = _weights_answer(weights)
-        weights = got
+        got = _weights_answer(weights)
     finally:  # a stub or an error stops the check: the notebook's x and head are as they were
         _fail_if_changed(saved, ["x", "head"], "real_batch_weights", where)
     B, T = x.shape[:2]
@@ -282,8 +273,8 @@ def check_real_batch_weights(weights, head, x, *, trial):
         row = "real/head-output" if tuple(got.shape) == (B, T, hs) else "real/shape"
         _fail(row, got=_shape(got), want=_shape(expected))
     case = HeadCase(C=C, hs=hs, T=x.shape[1], build=_only_weights(p), raw=raw,
-                    weights=lambda: got.detach().to(torch.float64) if isinstance(got, torch.Tensor) else None)
-    _compare(weights, expected, what="your weights", where=where, case=case,
+                    weights=lambda: got.detach().to(torch.float64))
+    _compare(got, expected, what="your weights", where=where, case=case,
              table=_REAL_ROWS + _SDPA_ROWS + _HEAD_ROWS + _MEASURED_ROWS)
     _exactly_masked(case, "your weights", where)
     return (f"your weights are the head's own, softmax(q @ kᵀ / √{hs}) under the causal mask, "

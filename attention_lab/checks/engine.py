@@ -109,13 +109,9 @@ def _answer_is(build):
 
 
 def _reference_with(*variants):
-    """A match for a mistake that the case's own reference makes when given the mistake's keyword
-    arguments: the answer equals ``case.build(**variant)`` for one of ``variants``.
-
-    Each variant is a dict of keyword arguments of the case's ``build`` (for a head,
-    :func:`.references._head_output`), or a function of the case returning one; ``case.build``
-    returns None for a mistake that cannot happen in that check.
-    """
+    """A match for a mistake rebuilt by the case's own reference: the answer equals ``case.build(**variant)``
+    for one of ``variants``, each a dict of keyword arguments or a function of the case returning one
+    (``case.build`` returns None for a mistake that cannot happen in that check)."""
 
     def match(case, got):
         for variant in variants:

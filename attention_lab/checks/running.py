@@ -36,16 +36,9 @@ class _NotYetImplemented(Exception):
 
 
 def _check(func):
-    """Make ``func`` a check: give it a :class:`.trial.Trial`, keep the notebook's RNG untouched, and
-    add ``strict`` and ``seed``.
-
-    ``func`` takes the learner's arguments and a keyword ``trial``, from which it draws its inputs.
-    Learner mode prints the one-line summary ``func`` returns (or the kind stub line) and returns
-    None; a failure puts back what the learner's code changed in place (the next run names it again)
-    and adds the seed of its inputs, so that ``seed=`` draws them again. Strict mode draws from
-    :data:`SEED`, prints nothing, returns True on a pass and raises on a stub, leaving a change where
-    it is, for a grader that compares the modules before and after.
-    """
+    """Make ``func``, which takes the learner's arguments and a keyword ``trial`` to draw its inputs
+    from, a check with ``strict`` and ``seed`` (the two modes of the package docstring); strict mode
+    leaves what the learner's code changed in place for a grader to see, learner mode puts it back."""
     signature = inspect.signature(func)
     public = signature.replace(parameters=[p for p in signature.parameters.values() if p.name != "trial"])
     answer_name = next(iter(public.parameters))
@@ -183,9 +176,7 @@ def _stub_or_helper(answer, exc: NotImplementedError):
 
 def _run(fn, *args):
     """Call the learner's ``fn(*args)`` under a _Watch: (result, exception or None, watch). A stub stops the
-    check; Ctrl-C goes through; anything else the code raises (SystemExit, a BaseException of its own) is
-    reported by _raise_from. torch as the code found it is put back after the call, and what it replaced
-    is in ``watch.patched``: a check never compares with functions the learner's code changed."""
+    check, Ctrl-C goes through; what the code replaced of torch is put back, its names in ``watch.patched``."""
     watch = _Watch()
     before = _torch_namespaces()
     try:
@@ -284,9 +275,8 @@ def _call(fn, *args, inputs: str, case: Case | None = None, hints=None, name: st
     """Call the learner's ``fn(*args)``: (result, watch). A stub becomes the kind line, an error a clear one.
 
     ``inputs`` describes the arguments in the learner's words ("x of shape (4, 8, 384)"); ``hints`` is
-    a table whose rows match the failure (exception and failed torch call) of a known mistake;
-    ``may_change`` holds the positions of arguments the answer is meant to change (a cache passed to
-    it), which are not reported when they change.
+    a table of known mistakes read off a failure; ``may_change`` holds the positions of arguments the
+    answer is meant to change (a cache).
     """
     __tracebackhide__ = True
     name = name or _name(fn)
@@ -304,9 +294,8 @@ def _call(fn, *args, inputs: str, case: Case | None = None, hints=None, name: st
 
 
 def _quietly(probe, *args):
-    """``probe(*args)``, or None if it raises anything: a call a check makes only to word a failure must
-    never be the failure (a grader that replays recorded calls has none for it, the learner's code may
-    raise on it), so without it the check says what it would have said anyway."""
+    """``probe(*args)``, or None if it raises anything: a call made only to word a failure (CONTRIBUTING.md,
+    "Checks") must never be the failure."""
     try:
         return probe(*args)
     except Exception:  # noqa: BLE001
@@ -341,10 +330,8 @@ class _Again:
 
 def _try(fn, args: tuple, expected: torch.Tensor, *, trial: Trial, what: str, where: str, case: Case,
          table=(), hints=None, earlier: list | None = None):
-    """The steps of a check that calls a function: ``fn`` on copies of ``args``, its result compared
-    with ``expected`` (:func:`.engine._compare`, which may call it again through :class:`_Again`),
-    and kept in ``earlier`` (the trial's, unless given) for the next comparisons. Returns (result,
-    watch)."""
+    """``fn`` called on copies of ``args`` and its result compared with ``expected``, then kept in
+    ``earlier`` (the trial's, unless given) for the next comparisons: (result, watch)."""
     __tracebackhide__ = True
     earlier = trial.earlier if earlier is None else earlier
     again = _Again(fn, args, where, case, hints, trial)
@@ -363,9 +350,8 @@ def _params(fn) -> list[str]:
 
 
 def _fail_if_changed(saved: _Saved, params: list[str], name: str, inputs: str, may_change=()) -> None:
-    """Tell the learner which argument (a tensor, or a module's weights) their code changed in place;
-    the failure carries how to put it back (learner mode does). ``params`` are the names the learner
-    knows the arguments by."""
+    """Name the argument (a tensor, or a module's weights) the learner's code changed in place, by
+    the learner's own name for it (``params``); the failure carries how to put it back."""
     __tracebackhide__ = True
 
     def arg(n):

@@ -1,13 +1,7 @@
-"""One run of a check: where its inputs come from, and what it hands the learner's code.
-
-A :class:`Trial` holds the seed of one call of a check and a ``torch.Generator`` that only the check
-draws from, so the learner's own random calls change none of its inputs. In learner mode the seed is
-new at every call and is printed only when the answer fails; in strict mode it is
-:data:`.running.SEED`, which a grader sets for a batch, so that the same answers get the same inputs.
-
-:class:`_Saved` copies what a check hands out (tensors, and each module's parameters, buffers and
-tensor attributes), names what the learner's code changed and puts it back (in learner mode), so
-that a change is named on every run of the check, not only the first. More in CONTRIBUTING.md.
+"""One run of a check: where its inputs come from (:class:`Trial`, a seed and a ``torch.Generator``
+that only the check draws from), and what it hands the learner's code (:class:`_Saved`, copies of
+tensors and of each module's parameters, buffers and tensor attributes, to name a change and put it
+back). More in CONTRIBUTING.md, "Checks".
 """
 from __future__ import annotations
 
