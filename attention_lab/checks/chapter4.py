@@ -47,12 +47,6 @@ def _padded(scores, pad, *, hide="keys", causal=True, fill=-math.inf, after=None
     return torch.where(keep.any(-1, keepdim=True), weights, torch.tensor(empty, dtype=torch.float64))
 
 
-def _empty_row(case):
-    """(b, i, pads) of the first row with no key left: every key it may see is padding."""
-    b, i = (int(n) for n in case.empty.nonzero()[0])
-    return dict(b=b, i=i, pads=case.pads[b])
-
-
 def _nan_rows(case, got):
     if not case.empty.any() or not torch.isnan(got).any():
         return None
@@ -75,9 +69,10 @@ def _columns_sum_to_one(case, got):
 
 
 def _uniform_rows(case, got):
-    if case.empty.any() and _matches(got, _padded(case.scores, case.pad, empty=1 / case.T)):
-        return _empty_row(case)
-    return None
+    if not case.empty.any() or not _matches(got, _padded(case.scores, case.pad, empty=1 / case.T)):
+        return None
+    b, i = (int(n) for n in case.empty.nonzero()[0])  # the first row with no key left
+    return dict(b=b, i=i, pads=case.pads[b])
 
 
 def _pad_leak(case, got):

@@ -117,13 +117,13 @@ class LayerCase(Case):
     root_hs: float
 
 
-def layer(x, w_attn, w_proj, n_head, *, split="right", merge="right", order=None, scale="hs", proj=True,
+def layer(x, w_attn, w_proj, n_head, *, split="right", merge="right", scale="hs", proj=True,
           parts="qkv", axes=(1, 2), back=None, mask="causal", softmax_dim=-1):
     """The layer in float64 (x @ W.T for each linear layer), and the wrong versions the check names.
 
     ``split="view"`` views q, k, v straight as (B, n_head, T, hs); ``merge="view"`` reads
     (B, n_head, T, hs) straight as (B, T, C), ``merge="interleaved"`` puts the head axis last before
-    merging; ``order`` lists the heads in the order they are put side by side; ``scale`` is "hs",
+    merging (``merge="heads"``: no merge, each head's output); ``scale`` is "hs",
     "C" or "none"; ``proj=False`` leaves W_O out; ``parts`` is the order c_attn's rows are read in;
     ``axes`` is the pair of axes of the view (B, T, n_head, hs) that the split transposes and ``back``
     the pair the merge transposes (default: the same), the attention running over the second-to-last
@@ -154,19 +154,14 @@ def layer(x, w_attn, w_proj, n_head, *, split="right", merge="right", order=None
         scores = scores.masked_fill(future, float("-inf"))
     weights = torch.softmax(scores, dim=softmax_dim)
     out = weights @ v  # (B, nh, T, hs)
-    if tuple(axes) != (1, 2):  # a split on the wrong axes, merged back by the same transpose or the usual one
-        out = out.transpose(*(back or axes)).reshape(B, T, C)
-        return out @ w_proj.T if proj else out
     if merge == "heads":  # each head's output, (B, nh, T, hs), before the merge
         return out
-    if order is not None:
-        out = out[:, list(order)]
     if merge == "view":
         out = out.reshape(B, T, C)
     elif merge == "interleaved":
         out = out.permute(0, 2, 3, 1).reshape(B, T, C)
-    else:
-        out = out.transpose(1, 2).reshape(B, T, C)
+    else:  # the split's own transpose back, or ``back``
+        out = out.transpose(*(back or axes)).reshape(B, T, C)
     return out @ w_proj.T if proj else out
 
 

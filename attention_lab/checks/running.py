@@ -178,7 +178,7 @@ def _run(fn, *args):
     """Call the learner's ``fn(*args)`` under a _Watch: (result, exception or None, watch). A stub stops the
     check, Ctrl-C goes through; what the code replaced of torch is put back, its names in ``watch.patched``."""
     watch = _Watch()
-    before = _torch_namespaces()
+    before = [(space, dict(vars(space))) for space in _NAMESPACES]
     try:
         with watch:
             result = fn(*args)
@@ -194,20 +194,19 @@ def _run(fn, *args):
         watch.patched = _put_back(before)
 
 
-def _torch_namespaces() -> list[tuple[object, dict]]:
-    return [(space, dict(vars(space))) for space in (torch, torch.nn.functional, torch.Tensor, torch.linalg)]
+# what a learner's code may patch, by the name a message gives it
+_NAMESPACES = {torch: "torch", torch.nn.functional: "F", torch.Tensor: "torch.Tensor", torch.linalg: "torch.linalg"}
 
 
 def _put_back(before) -> list[str]:
     """The names of torch's that the learner's code replaced or added during a call with something of its
     own, each put back; what torch changes itself (torch.set_default_dtype swaps torch.Storage) stays."""
-    named = {torch: "torch", torch.nn.functional: "F", torch.Tensor: "torch.Tensor", torch.linalg: "torch.linalg"}
     changed = []
     for space, saved in before:
         now = vars(space)
         for name in [n for n in now if (n not in saved or now[n] is not saved[n])
                      and not str(getattr(now[n], "__module__", None) or "").startswith("torch")]:
-            changed.append(f"{named[space]}.{name}")
+            changed.append(f"{_NAMESPACES[space]}.{name}")
             if name in saved:
                 setattr(space, name, saved[name])
             else:

@@ -74,11 +74,6 @@ def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
     return torch.equal(a, b) or bool(((a == b) | (a.isnan() & b.isnan())).all())  # (nan is no change)
 
 
-def _copy(t: torch.Tensor) -> torch.Tensor:
-    """A copy of ``t`` that remembers whether it was trained (requires_grad)."""
-    return t.detach().clone().requires_grad_(t.requires_grad)
-
-
 def _put_back(now: torch.Tensor, saved: torch.Tensor) -> None:
     with torch.no_grad():
         if now.shape != saved.shape or now.dtype != saved.dtype or now.device != saved.device:
@@ -93,7 +88,8 @@ class _Saved:
     def __init__(self, args):
         self.args = list(args)
         self.tensors = {n: a.detach().clone() for n, a in enumerate(self.args) if isinstance(a, torch.Tensor)}
-        self.modules = {(n, label): (m, {k: (_copy(t), kind) for k, (t, kind) in _tensors_of(m).items()})
+        self.modules = {(n, label): (m, {k: (t.detach().clone().requires_grad_(t.requires_grad), kind)
+                                         for k, (t, kind) in _tensors_of(m).items()})
                         for n, a in enumerate(self.args) for label, m in _modules_in(a)}
 
     def changed_tensor(self, n: int) -> float | None:
