@@ -1,25 +1,12 @@
 """Chapter 1's check: the causal average written with cumsum (:func:`check_cumsum_average`)."""
 from __future__ import annotations
 
-import dataclasses
 
 import torch
 
 from .engine import Case, _answer_is, _fail, _matches, _shape, _table
 from .hints import _ELEMENTWISE, _HINTS
 from .running import _check, _try
-
-
-@dataclasses.dataclass(kw_only=True)
-class AverageCase(Case):
-    """One input x of the causal-average check, in float64, with the running counts 1..T."""
-
-    x: torch.Tensor  # (B, T, C)
-    B: int
-    T: int
-    C: int
-    counts: torch.Tensor  # (1, T, 1)
-    ones: torch.Tensor  # (T, T)
 
 
 def _row_mean(w: torch.Tensor) -> torch.Tensor:
@@ -144,7 +131,7 @@ def check_cumsum_average(fn, *, trial):
         x64 = x.to(torch.float64)
         counts = torch.arange(1, T + 1, dtype=torch.float64).view(1, T, 1)
         expected = x64.cumsum(1) / counts
-        case = AverageCase(x=x64, B=B, T=T, C=C, counts=counts, ones=torch.ones(T, T, dtype=torch.float64))
+        case = Case(x=x64, B=B, T=T, C=C, counts=counts, ones=torch.ones(T, T, dtype=torch.float64))
         where = f"x of shape {_shape(x)}"
         _, watch = _try(fn, (x,), expected, what="your causal average", where=where, case=case,
                         table=_AVERAGE_ROWS, hints=_AVERAGE_HINTS, trial=trial)

@@ -2,7 +2,6 @@
 and a softmax safe for large logits (:func:`check_softmax`)."""
 from __future__ import annotations
 
-import dataclasses
 import math
 import numbers
 
@@ -113,14 +112,6 @@ def check_unit_scale(unit_scale, *, trial):
     _fail("scale/differ", got=s, var=logits_var[worst], dk=dk, vq=vq, vk=vk)
 
 
-@dataclasses.dataclass(kw_only=True)
-class SoftmaxCase(Case):
-    """One input z of the softmax check, in float64; ``large`` for the logits such as [1000, 0]."""
-
-    z: torch.Tensor
-    large: bool
-
-
 def _global_max(case, got):
     """Subtracting the max of the whole tensor: rows far below it underflow to 0 / 0 in float32."""
     if not case.large:
@@ -192,7 +183,7 @@ def check_softmax(fn, *, trial):
     exp and sum (a call of torch's softmax fails) and safe for large logits such as [1000, 0].
     """
     for label, z in _softmax_inputs(trial):
-        case = SoftmaxCase(z=z.to(torch.float64), large=label == "large logits")
+        case = Case(z=z.to(torch.float64), large=label == "large logits")
         where = f"{label}, z of shape {_shape(z)}"
         _, watch = _try(fn, (z,), _softmax(z), what="your softmax", where=where, case=case,
                         table=_SOFTMAX_ROWS, trial=trial)

@@ -1,7 +1,6 @@
 """Chapter 4's check: weights that are causal and give padding no weight (:func:`check_padding_mask`)."""
 from __future__ import annotations
 
-import dataclasses
 import math
 
 import torch
@@ -11,18 +10,6 @@ from .heads import SUPPORT
 from .hints import _ELEMENTWISE, _HINTS, _MASKING
 from .references import _keep, _softmax, _weights
 from .running import _check, _try
-
-
-@dataclasses.dataclass(kw_only=True)
-class PaddingCase(Case):
-    """One input of the padding check: scores, padding flags, and which keys each row may see."""
-
-    scores: torch.Tensor  # (B, T, T)
-    pad: torch.Tensor  # (B, T) bool, True on padding
-    pads: list  # padding tokens on the left, per sequence
-    T: int
-    empty: torch.Tensor  # (B, T) bool: rows with no key to look at
-    keep: torch.Tensor  # (B, T, T) bool: the keys each row may see
 
 
 def _padded(scores, pad, *, hide="keys", causal=True, fill=-math.inf, after=None, empty=0.0):
@@ -186,7 +173,7 @@ def check_padding_mask(fn, *, trial):
         pad = torch.arange(T)[None, :] < torch.tensor(pads)[:, None]  # (B, T): True on the left
         expected = _padded(scores, pad)
         keep = _keep(T) & ~pad[:, None, :]
-        case = PaddingCase(scores=scores, pad=pad, pads=pads, T=T, empty=~keep.any(-1), keep=keep)
+        case = Case(scores=scores, pad=pad, pads=pads, T=T, empty=~keep.any(-1), keep=keep)
         where = f"scores of shape {_shape(scores)} and pad of shape {_shape(pad)}, padding on the left {pads}"
         got, _ = _try(fn, (scores, pad), expected, what="your weights", where=where, case=case,
                       table=_PADDING_ROWS, hints=_PADDING_HINTS, trial=trial)

@@ -3,7 +3,6 @@ weight at each distance (:func:`check_weight_by_distance`) and a trained head's 
 and position parts (:func:`check_score_parts`)."""
 from __future__ import annotations
 
-import dataclasses
 import math
 
 import torch
@@ -133,18 +132,6 @@ def check_previous_token_head(head, *, trial):
     _fail("previous/weak", **fields, top=float(w[worst, s]), s=s)
 
 
-@dataclasses.dataclass(kw_only=True)
-class DistanceCase(Case):
-    """One batch of causal weights of the distance check, in float64, with its right profile."""
-
-    w: torch.Tensor  # (B, T, T)
-    ref: torch.Tensor  # (T,)
-    B: int
-    T: int
-    last: int  # T - 1
-    rows: int  # B * T
-
-
 def _by_distance(w: torch.Tensor, side: int = -1, rows: str = "mean") -> torch.Tensor:
     """A (T,) profile of (B, T, T) weights, in float64: entry d is the mean of w[b, i, i - d] over every
     b and every query i >= d. The keyword arguments rebuild the mistakes: ``side=1`` reads the
@@ -243,7 +230,7 @@ def check_weight_by_distance(fn, *, trial):
     for B, T in [(4, 8), (1, 1), (3, 5), (2, 12), drawn, drawn]:
         weights = _weights(trial.randn(B, T, T) * 2).to(torch.float32)  # (B, T, T), causal
         expected = _by_distance(weights)
-        case = DistanceCase(w=weights.to(torch.float64), ref=expected, B=B, T=T, last=T - 1, rows=B * T)
+        case = Case(w=weights.to(torch.float64), ref=expected, B=B, T=T, last=T - 1, rows=B * T)
         where = f"causal weights of shape {_shape(weights)}"
         _try(fn, (weights,), expected, what="your profile", where=where, case=case, table=_DISTANCE_ROWS,
              trial=trial)

@@ -8,7 +8,6 @@ width of ``x``, instead of √hs, the width of one head.
 """
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import math
 
@@ -20,23 +19,11 @@ from .hints import _HINTS, _MASKING
 from .running import _check, _try
 
 
-@dataclasses.dataclass(kw_only=True)
-class SplitCase(Case):
-    """One input of the split check: t (B, T, C) in float64 and its sizes."""
-
-    t: torch.Tensor
-    B: int
-    T: int
-    C: int
-    n_head: int
-    hs: int
-
-
-def _as_view(c: SplitCase) -> torch.Tensor:  # (B, T, n_head, hs): the view before the transpose
+def _as_view(c: Case) -> torch.Tensor:  # (B, T, n_head, hs): the view before the transpose
     return c.t.view(c.B, c.T, c.n_head, c.hs)
 
 
-def _wrong_axes(case: SplitCase, got):
+def _wrong_axes(case: Case, got):
     """A transpose of any other pair of the view's axes (or of the pair (1, 2) of the wrong view)."""
     if not isinstance(got, torch.Tensor):
         return None
@@ -91,7 +78,7 @@ def check_split_heads(fn, *, trial):
         C = nh * hs
         t = trial.randn(B, T, C)
         expected = t.double().view(B, T, nh, hs).transpose(1, 2)
-        case = SplitCase(t=t.double(), B=B, T=T, C=C, n_head=nh, hs=hs)
+        case = Case(t=t.double(), B=B, T=T, C=C, n_head=nh, hs=hs)
         where = f"t of shape {_shape(t)} and n_head = {nh}"
         _try(fn, (t, nh), expected, what="your heads", where=where, case=case, table=_SPLIT_ROWS, trial=trial)
     return ("your split is (B, n_head, T, hs), head h holding channels h·hs to (h + 1)·hs - 1 "
@@ -101,36 +88,20 @@ def check_split_heads(fn, *, trial):
 # ---- the whole layer ------------------------------------------------------------------------------
 
 
-@dataclasses.dataclass(kw_only=True)
-class LayerCase(Case):
-    """One input of the layer check: x and the two weights in float64, and their sizes."""
-
-    x: torch.Tensor
-    w_attn: torch.Tensor  # (3C, C)
-    w_proj: torch.Tensor  # (C, C)
-    B: int
-    T: int
-    C: int
-    n_head: int
-    hs: int
-    root_C: float
-    root_hs: float
-
-
 def layer(x, w_attn, w_proj, n_head, *, split="right", merge="right", scale="hs", proj=True,
           parts="qkv", axes=(1, 2), back=None, mask="causal", softmax_dim=-1):
     """The layer in float64 (x @ W.T for each linear layer), and the wrong versions the check names.
 
     ``split="view"`` views q, k, v straight as (B, n_head, T, hs); ``merge="view"`` reads
     (B, n_head, T, hs) straight as (B, T, C), ``merge="interleaved"`` puts the head axis last before
-    merging (``merge="heads"``: no merge, each head's output); ``scale`` is "hs",
-    "C" or "none"; ``proj=False`` leaves W_O out; ``parts`` is the order c_attn's rows are read in;
-    ``axes`` is the pair of axes of the view (B, T, n_head, hs) that the split transposes and ``back``
-    the pair the merge transposes (default: the same), the attention running over the second-to-last
-    axis whatever it holds (torch raises where those shapes cannot be computed; ``axes=(1, 1)`` keeps
-    the view untransposed, so the attention runs over the heads). ``scale`` may also be "hs-value" (√hs by value, whatever the last axis holds) or "times-hs"
-    (the scores multiplied by √hs); ``mask`` is "causal", "none" or "reversed" (each position sees itself
-    and the future); ``softmax_dim`` the axis the softmax runs over.
+    merging (``merge="heads"``: no merge, each head's output); ``scale`` is "hs", "C", "none",
+    "hs-value" (√hs by value, whatever the last axis holds) or "times-hs" (the scores multiplied by
+    √hs); ``proj=False`` leaves W_O out; ``parts`` is the order c_attn's rows are read in; ``axes`` is
+    the pair of axes of the view (B, T, n_head, hs) that the split transposes and ``back`` the pair the
+    merge transposes (default: the same), the attention running over the second-to-last axis whatever
+    it holds (torch raises where those shapes cannot be computed; ``axes=(1, 1)`` keeps the view
+    untransposed, so the attention runs over the heads); ``mask`` is "causal", "none" or "reversed"
+    (each position sees itself and the future); ``softmax_dim`` the axis the softmax runs over.
     """
     x, w_attn, w_proj = (a.detach().double() for a in (x, w_attn, w_proj))
     B, T, C = x.shape
@@ -169,7 +140,7 @@ def _variant(**how):
     return _answer_is(lambda c: layer(c.x, c.w_attn, c.w_proj, c.n_head, **how))
 
 
-def _in_order(case: LayerCase, got):
+def _in_order(case: Case, got):
     """The heads put side by side in another order, with W_O or without: the heads' outputs are computed
     once, and only their order changes from one candidate to the next."""
     if not isinstance(got, torch.Tensor) or tuple(got.shape) != (case.B, case.T, case.C):
@@ -187,7 +158,7 @@ def _in_order(case: LayerCase, got):
 _AXES = ("the batch", "the positions", "the heads", "the channels")  # of the view (B, T, n_head, hs)
 
 
-def _wrong_layer_axes(case: LayerCase, got):
+def _wrong_layer_axes(case: Case, got):
     """The layer split with a transpose of another pair of axes, merged back by the same or the usual one."""
     for a, b in itertools.combinations(range(4), 2):
         if (a, b) == (1, 2):
@@ -288,9 +259,9 @@ def check_multi_head(fn, *, trial):
         trial.fill(c_proj, 0.3)
         x = trial.randn(B, T, C)
         expected = layer(x, c_attn.weight, c_proj.weight, nh)
-        case = LayerCase(x=x.double(), w_attn=c_attn.weight.detach().double(),
-                         w_proj=c_proj.weight.detach().double(), B=B, T=T, C=C, n_head=nh, hs=hs,
-                         root_C=math.sqrt(C), root_hs=math.sqrt(hs))
+        case = Case(x=x.double(), w_attn=c_attn.weight.detach().double(),
+                    w_proj=c_proj.weight.detach().double(), B=B, T=T, C=C, n_head=nh, hs=hs,
+                    root_C=math.sqrt(C), root_hs=math.sqrt(hs))
         where = f"x of shape {_shape(x)}, {nh} heads of size {hs}"
         _try(fn, (x, c_attn, c_proj, nh), expected, what="your output", where=where, case=case,
              table=_LAYER_ROWS, hints=_LAYER_HINTS, trial=trial)

@@ -10,7 +10,6 @@ reference computed with a mistake's keyword arguments). Running the learner's co
 """
 from __future__ import annotations
 
-import dataclasses
 import math
 import textwrap
 from collections.abc import Callable
@@ -44,16 +43,17 @@ class CheckFailed(AssertionError):
         self.mistake = mistake
 
 
-@dataclasses.dataclass(kw_only=True)
 class Case:
-    """One input a check tried, as its mistakes' matches read it: each check subclasses it with its own
-    fields (tensors in float64, sizes). A message is filled from the case's :meth:`sizes` and from what
-    the match found."""
+    """One input a check tried, as its mistakes' matches read it: the fields the check gives it by
+    keyword (tensors in float64, sizes; :class:`.heads.HeadCase` is the one a head's tables share). A
+    message is filled from the case's :meth:`sizes` and from what the match found."""
+
+    def __init__(self, **fields):
+        vars(self).update(fields)
 
     def sizes(self) -> dict:
         """The fields a message may name: those that hold a number or a string."""
-        values = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-        return {k: v for k, v in values.items() if isinstance(v, (int, float, str))}
+        return {k: v for k, v in vars(self).items() if isinstance(v, (int, float, str))}
 
 
 class _Mistake(NamedTuple):

@@ -176,7 +176,7 @@ def _stub_or_helper(answer, exc: NotImplementedError):
 
 def _run(fn, *args):
     """Call the learner's ``fn(*args)`` under a _Watch: (result, exception or None, watch). A stub stops the
-    check, Ctrl-C goes through; what the code replaced of torch is put back, its names in ``watch.patched``."""
+    check, Ctrl-C goes through; what the code replaced of torch is put back, named in ``watch.patched``."""
     watch = _Watch()
     before = [(space, dict(vars(space))) for space in _NAMESPACES]
     try:
@@ -195,7 +195,8 @@ def _run(fn, *args):
 
 
 # what a learner's code may patch, by the name a message gives it
-_NAMESPACES = {torch: "torch", torch.nn.functional: "F", torch.Tensor: "torch.Tensor", torch.linalg: "torch.linalg"}
+_NAMESPACES = {torch: "torch", torch.nn.functional: "F", torch.Tensor: "torch.Tensor",
+               torch.linalg: "torch.linalg"}
 
 
 def _put_back(before) -> list[str]:
