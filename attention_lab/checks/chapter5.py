@@ -20,7 +20,7 @@ from .heads import (_HEAD_ROWS, _MEASURED_ROWS, HeadCase, _check_head_structure,
                     _with_new_head)
 from .hints import _HINTS
 from .references import _head_output, _head_weights, _Projected
-from .running import _call, _check, _fail_if_changed, _quietly, _raise_from, _try
+from .running import _call, _check, _fail_if_changed, _raise_from, _try
 from .trial import _Saved
 
 _T_LT_BLOCK = ("your head breaks when T < block_size: it works for T = block_size = {bs} but not for T = "

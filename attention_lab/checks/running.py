@@ -47,7 +47,7 @@ def _check(func):
     def wrapper(*args, strict=False, seed=None, **kwargs):
         __tracebackhide__ = True  # IPython and pytest hide this frame from the learner's traceback
         given = _bind(public, func.__name__, args, kwargs)
-        if seed is None:  # learner mode: a new one, six digits, short enough to type back as seed=
+        if seed is None:  # in learner mode a new one, six digits, short enough to type back as seed=
             seed = SEED if strict else 100_000 + secrets.randbelow(900_000)
         trial = Trial(int(seed))
         try:
