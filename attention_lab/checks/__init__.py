@@ -1,10 +1,8 @@
 """Self-checks for the exercises: each names the mistake it finds, in the learner's words.
 
 Every ``check_*`` function takes the learner's answer (a function, a class, a head or a tensor), runs
-it on inputs it draws itself (several shapes, T = 1, T < block_size, B = 1, two inputs of one shape)
-and compares the result with an independent reference computed in float64, before the learner's code
-runs and from copies of the inputs. Which chapter uses which check (each chapter's checks are in its
-own module):
+it on inputs it draws itself and compares the result with an independent reference in float64. Which
+chapter uses which check (each chapter's checks are in its own module):
 
 - chapter 1 (:mod:`.chapter1`): :func:`check_cumsum_average`;
 - chapter 2 (:mod:`.chapter2`): :func:`check_one_way`;
@@ -17,46 +15,17 @@ own module):
 - chapter 7 (:mod:`.chapter7`): :func:`check_split_heads`, :func:`check_multi_head`.
 - chapter 8 (:mod:`.chapter8`): :func:`check_attend_cached`, :func:`check_embed_next`.
 
-The rest of the package: :mod:`.engine` (the messages, :data:`MISTAKES`, and how an answer is compared
-and a mistake matched), :mod:`.running` (strict mode, running the learner's code), :mod:`.trial` (the
-seed and generator of a check's inputs, and what it hands out, put back after a change),
-:mod:`.hints` (what a failed torch call says), :mod:`.references` (the float64 references) and
-:mod:`.heads` (a head's mistakes and parts, shared by chapter 5's checks).
+In learner mode, the default, a check prints one line and returns None (Jupyter would echo any other
+value into the stored outputs): ``✓ check_... passed: ...``, or, for a stub that raises
+``NotImplementedError`` or a None in place of the answer, ``✗ not yet implemented: fill in `name`
+above, then run this cell again.``, so the student edition runs top to bottom. A wrong answer raises
+:class:`CheckFailed`, an ``AssertionError`` whose message names the mistake and gives expected vs got,
+and whose ``mistake`` is the id of that message in :data:`MISTAKES`; a failure adds the seed its inputs
+were drawn with (``seed=N`` draws them again). With ``strict=True`` (for graders, on :func:`fresh`) the
+inputs come from :data:`SEED`, a pass prints nothing and returns True, and a stub raises too.
 
-Two modes. In learner mode, the default, a check prints one line and returns None:
-
-- a right answer prints ``✓ check_... passed: ... (tested ...)``;
-- a stub that raises ``NotImplementedError`` in its own body, or ``None`` in place of the answer (by
-  position or by keyword), prints the kind line ``✗ not yet implemented: fill in `name` above, then
-  run this cell again.`` and raises nothing, so the student edition runs top to bottom; a
-  NotImplementedError from a function the answer calls is named as that function's;
-- None, not True or False, because every chapter calls a check as the last line of its cell, and
-  Jupyter would echo any other value (``True``) under the printed line and into the stored outputs.
-
-With ``strict=True`` (for graders) a pass prints nothing and returns True; a stub, a None or a wrong
-answer raises. Graders call the checks on :func:`fresh`, a copy of this package read again from its
-files, so that a learner's ``checks.check_head = ...`` in the notebook changes nothing.
-
-Inputs: learner mode draws new ones at every call, from a new seed that a failure prints (``seed=N``
-draws the same again; a pass prints no seed, so stored outputs stay the same); strict mode draws them
-from :data:`SEED`, which a grader sets for a batch, so the inputs are a function of that seed and of
-what the answer returned. Every check calls a function answer at least twice with different inputs,
-so that one that keeps state between calls (a cache, a counter) is named; what it hands out (tensors,
-modules) is put back after a change, so that a side effect is named on every run.
-
-In both modes a wrong answer raises :class:`CheckFailed`, an ``AssertionError``. Its message names the
-mistake (the checks rebuild the wrong answers learners really write, from the learner's own inputs and
-weights, and see which one matches, or measure it: the weights a head really uses, the scale read off
-its softmax) and gives expected vs got; its ``mistake`` attribute is the id of that message in
-:data:`MISTAKES`. An answer of the wrong dtype or device, one computed in float16 or bfloat16 and cast
-back, one that keeps state between calls, and code that changes its input tensors or a module's
-weights in place, are told so; a check called without its answer says how the chapter calls it. An exception in the learner's code becomes a
-``CheckFailed`` that says which function raised what, for which inputs, with a hint when the torch
-call that failed (each call is watched through a ``TorchFunctionMode``) points to a mistake,
-whatever way the code was written.
-
-The checks draw their random inputs from a generator of their own, inside ``torch.random.fork_rng``:
-calling one does not change the notebook's random stream. Importing this package has no side effects.
+The checks draw from a generator of their own, so a call leaves the notebook's random stream as it
+was; importing the package has no side effects. How a check is written: CONTRIBUTING.md, "Checks".
 """
 from __future__ import annotations
 
@@ -75,11 +44,9 @@ from .chapter5 import check_head, check_multihead_sdpa, check_real_batch_weights
 from .chapter6 import check_previous_token_head, check_score_parts, check_weight_by_distance
 from .chapter7 import check_multi_head, check_split_heads
 from .chapter8 import check_attend_cached, check_embed_next
-# the building blocks of a check, importable from here as before the package was split (for new checks
-# written outside it, and for the graders: attention_lab.judge and attention_lab.observe)
-from .engine import (ATOL, LINE_WIDTH, MISTAKES, RTOL, Case, CheckFailed, _answer_is, _compare, _fail,  # noqa: F401
-                     _fill, _first, _fmt, _Mistake, _name, _reference_with, _shape, _table)
-from .running import SEED, _call, _Call, _check, _HelperStub, _NotYetImplemented, _run, _Watch  # noqa: F401
+# what the graders (attention_lab.judge, observe and remote) and the tests read off the package
+from .engine import LINE_WIDTH, MISTAKES, CheckFailed, _name  # noqa: F401
+from .running import SEED, _Call, _HelperStub, _NotYetImplemented, _run, _Watch  # noqa: F401
 
 __all__ = [
     "check_cumsum_average",
@@ -123,13 +90,9 @@ _copies = itertools.count(1)
 
 
 def fresh():
-    """A newly loaded copy of this package, every module of it executed again from its files (not
-    taken from ``sys.modules``).
-
-    For graders: ``checks = fresh(); checks.check_head(FixedHead, strict=True)``. A learner who
-    redefines ``checks.check_head`` (or anything else in this package or its modules) in the notebook
-    changes only the imported package, never the copy. The copy is not left in ``sys.modules``.
-    """
+    """A copy of this package, every module of it executed again from its files, for graders: a
+    learner's ``checks.check_head = ...`` in the notebook changes only the imported package, never the
+    copy, which is not left in ``sys.modules``."""
     name = f"attention_lab._fresh_checks_{next(_copies)}"
     here = Path(__file__).parent
     spec = importlib.util.spec_from_file_location(name, here / "__init__.py",

@@ -1,25 +1,12 @@
 """Chapter 1's check: the causal average written with cumsum (:func:`check_cumsum_average`)."""
 from __future__ import annotations
 
-import dataclasses
 
 import torch
 
 from .engine import Case, _answer_is, _fail, _matches, _shape, _table
 from .hints import _ELEMENTWISE, _HINTS
 from .running import _check, _try
-
-
-@dataclasses.dataclass(kw_only=True)
-class AverageCase(Case):
-    """One input x of the causal-average check, in float64, with the running counts 1..T."""
-
-    x: torch.Tensor  # (B, T, C)
-    B: int
-    T: int
-    C: int
-    counts: torch.Tensor  # (1, T, 1)
-    ones: torch.Tensor  # (T, T)
 
 
 def _row_mean(w: torch.Tensor) -> torch.Tensor:
@@ -136,23 +123,15 @@ def _average_shapes(trial) -> list[tuple[int, int, int]]:
 @_check
 def check_cumsum_average(fn, *, trial):
     """Chapter 1, the exercise "the causal average with cumsum": ``fn(x)`` maps (B, T, C) to its causal
-    running mean, computed as ``x.cumsum(dim=1)`` divided by the running counts 1, 2, ..., T.
-
-    Tests the numbers on inputs drawn at each call (B = 1 to 4, T = 1 to 64, two inputs of one shape;
-    position t of the result is the mean of positions 0..t of ``x``), then that ``torch.cumsum`` (or
-    ``x.cumsum``) was called: the right numbers without it (a loop, a row-normalized ``tril`` matrix)
-    fail with "right numbers, but no cumsum". Names the mistakes of any running mean (the future
-    averaged in, the current token left out, sums, columns normalized) and of cumsum: dividing by T,
-    counts that start at 0 (inf), are wrong at some position or hard-coded to one length, floor
-    division (//), cumsum over the wrong axis, counts of shape (T,) that meet the channels instead of
-    the positions.
+    running mean, ``x.cumsum(dim=1)`` divided by the running counts 1, 2, ..., T; the right numbers
+    without a call of cumsum fail.
     """
     for B, T, C in _average_shapes(trial):
         x = trial.randn(B, T, C)
         x64 = x.to(torch.float64)
         counts = torch.arange(1, T + 1, dtype=torch.float64).view(1, T, 1)
         expected = x64.cumsum(1) / counts
-        case = AverageCase(x=x64, B=B, T=T, C=C, counts=counts, ones=torch.ones(T, T, dtype=torch.float64))
+        case = Case(x=x64, B=B, T=T, C=C, counts=counts, ones=torch.ones(T, T, dtype=torch.float64))
         where = f"x of shape {_shape(x)}"
         _, watch = _try(fn, (x,), expected, what="your causal average", where=where, case=case,
                         table=_AVERAGE_ROWS, hints=_AVERAGE_HINTS, trial=trial)

@@ -53,12 +53,7 @@ def _one_way_scores(query: nn.Linear, key: nn.Linear, transposed: bool = False) 
 def check_one_way(one_way, *, trial):
     """Chapter 2, exercise ``ex-qkv-one-way``: ``one_way()`` returns ``(query, key)``, bias-free
     ``nn.Linear(2, hs)`` layers with which token a = [1, 0] looks for token b = [0, 1] (raw score 2 or
-    more) and b does not look for a (0 or less).
-
-    Names: tied weights (one matrix for both), the two directions swapped, weights written as (in, out),
-    a bias, layers of the wrong sizes, weights that are not float numbers on the CPU (a meta device),
-    scores that lean the right way but too little, weights written in place outside ``torch.no_grad()``.
-    It draws no inputs: ``trial`` is unused.
+    more) and b does not look for a (0 or less). It draws no inputs.
     """
     got, _ = _call(one_way, inputs="no arguments", hints=_ONE_WAY_HINTS)
     name = _name(one_way)

@@ -2,7 +2,6 @@
 and a softmax safe for large logits (:func:`check_softmax`)."""
 from __future__ import annotations
 
-import dataclasses
 import math
 import numbers
 
@@ -80,14 +79,8 @@ def _number(s) -> tuple[float | None, str]:
 @_check
 def check_unit_scale(unit_scale, *, trial):
     """Chapter 3, exercise ``ex-scaling-unit-scale``: ``unit_scale(q, k)`` returns the number s with
-    which the logits ``s * (q @ k.transpose(-2, -1))`` of queries and keys ``(B, T, d_k)`` have variance about 1:
-    s = 1/√(d_k·Var(q_i)·Var(k_i)).
-
-    Tested on the chapter's kind of entries (variance 1/3, d_k = 16), one other, one drawn at each
-    call, and the chapter's shape again with other variances; within 15 %. Any one real number
-    passes (a float, a NumPy scalar, a one-element float tensor). Names: 1/√d_k, variances instead
-    of standard deviations, standard deviations instead of variances, no √d_k, 1/d_k, the scale upside down, one fixed number, the first answer
-    kept for a shape, anything else with the variance it gives.
+    which the logits ``s * (q @ k.transpose(-2, -1))`` of queries and keys ``(B, T, d_k)`` have variance
+    about 1 (within 15 %): s = 1/√(d_k·Var(q_i)·Var(k_i)), as any one real number.
     """
     name = _name(unit_scale)
     cases = _scale_cases(trial)
@@ -117,14 +110,6 @@ def check_unit_scale(unit_scale, *, trial):
     worst = max(range(len(pairs)), key=lambda i: abs(logits_var[i] - 1))
     (dk, vq, vk), s = pairs[worst]
     _fail("scale/differ", got=s, var=logits_var[worst], dk=dk, vq=vq, vk=vk)
-
-
-@dataclasses.dataclass(kw_only=True)
-class SoftmaxCase(Case):
-    """One input z of the softmax check, in float64; ``large`` for the logits such as [1000, 0]."""
-
-    z: torch.Tensor
-    large: bool
 
 
 def _global_max(case, got):
@@ -194,15 +179,11 @@ def _softmax_inputs(trial) -> list[tuple[str, torch.Tensor]]:
 
 @_check
 def check_softmax(fn, *, trial):
-    """Chapter 3, exercise ``ex-scaling-softmax``: ``fn(z)`` is softmax over the last axis.
-
-    The exercise writes it by hand (exp / sum): right numbers from a call of torch's softmax
-    (``F.softmax``, ``torch.softmax``, ``z.softmax``, ``log_softmax``) fail with "right numbers, but from
-    torch's own softmax". It must be safe for large logits such as [1000, 0]: subtract each row's max first.
-    Tested on logits of 1 to 4 axes, most of them drawn at each call, two of one shape.
+    """Chapter 3, exercise ``ex-scaling-softmax``: ``fn(z)`` is softmax over the last axis, written from
+    exp and sum (a call of torch's softmax fails) and safe for large logits such as [1000, 0].
     """
     for label, z in _softmax_inputs(trial):
-        case = SoftmaxCase(z=z.to(torch.float64), large=label == "large logits")
+        case = Case(z=z.to(torch.float64), large=label == "large logits")
         where = f"{label}, z of shape {_shape(z)}"
         _, watch = _try(fn, (z,), _softmax(z), what="your softmax", where=where, case=case,
                         table=_SOFTMAX_ROWS, trial=trial)

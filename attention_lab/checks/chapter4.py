@@ -1,7 +1,6 @@
 """Chapter 4's check: weights that are causal and give padding no weight (:func:`check_padding_mask`)."""
 from __future__ import annotations
 
-import dataclasses
 import math
 
 import torch
@@ -11,18 +10,6 @@ from .heads import SUPPORT
 from .hints import _ELEMENTWISE, _HINTS, _MASKING
 from .references import _keep, _softmax, _weights
 from .running import _check, _try
-
-
-@dataclasses.dataclass(kw_only=True)
-class PaddingCase(Case):
-    """One input of the padding check: scores, padding flags, and which keys each row may see."""
-
-    scores: torch.Tensor  # (B, T, T)
-    pad: torch.Tensor  # (B, T) bool, True on padding
-    pads: list  # padding tokens on the left, per sequence
-    T: int
-    empty: torch.Tensor  # (B, T) bool: rows with no key to look at
-    keep: torch.Tensor  # (B, T, T) bool: the keys each row may see
 
 
 def _padded(scores, pad, *, hide="keys", causal=True, fill=-math.inf, after=None, empty=0.0):
@@ -47,12 +34,6 @@ def _padded(scores, pad, *, hide="keys", causal=True, fill=-math.inf, after=None
     return torch.where(keep.any(-1, keepdim=True), weights, torch.tensor(empty, dtype=torch.float64))
 
 
-def _empty_row(case):
-    """(b, i, pads) of the first row with no key left: every key it may see is padding."""
-    b, i = (int(n) for n in case.empty.nonzero()[0])
-    return dict(b=b, i=i, pads=case.pads[b])
-
-
 def _nan_rows(case, got):
     if not case.empty.any() or not torch.isnan(got).any():
         return None
@@ -75,9 +56,10 @@ def _columns_sum_to_one(case, got):
 
 
 def _uniform_rows(case, got):
-    if case.empty.any() and _matches(got, _padded(case.scores, case.pad, empty=1 / case.T)):
-        return _empty_row(case)
-    return None
+    if not case.empty.any() or not _matches(got, _padded(case.scores, case.pad, empty=1 / case.T)):
+        return None
+    b, i = (int(n) for n in case.empty.nonzero()[0])  # the first row with no key left
+    return dict(b=b, i=i, pads=case.pads[b])
 
 
 def _pad_leak(case, got):
@@ -181,17 +163,9 @@ def check_padding_mask(fn, *, trial):
     """Chapter 4, the padding-mask exercise: ``fn(scores, pad)`` returns weights that are causal and
     give no weight to padding.
 
-    ``scores`` is (B, T, T); ``pad`` is a (B, T) bool tensor, True where a position holds padding. The
-    tests pad on the left (0 to T tokens per sequence, T = 8, 5, 1, one drawn from 2 to 16 at each
-    call, and 8 again), so the first rows of a padded sequence have no key left: the answer must make
-    such rows all zeros, not nan. Every other row is the softmax over the keys that are neither in the
-    future nor padding.
-
-    Accepts -inf and large finite fills (-1e9, ``torch.finfo(dtype).min``), and any way of zeroing the
-    empty rows (``torch.nan_to_num``, ``torch.where``, multiplying by a row mask). Names: nan rows (which
-    batch and row, and why), rows left uniform by a finite fill, padding not masked, padding applied
-    to the queries instead of the keys, the flags inverted, the future not masked, masking after the
-    softmax, filling with 0.
+    ``scores`` is (B, T, T); ``pad`` is a (B, T) bool tensor, True where a position holds padding, on the
+    left. Each row is the softmax over the keys that are neither in the future nor padding; a row with
+    no such key is all zeros, not nan.
     """
     for T, pads in _padding_cases(trial):
         B = len(pads)
@@ -199,7 +173,7 @@ def check_padding_mask(fn, *, trial):
         pad = torch.arange(T)[None, :] < torch.tensor(pads)[:, None]  # (B, T): True on the left
         expected = _padded(scores, pad)
         keep = _keep(T) & ~pad[:, None, :]
-        case = PaddingCase(scores=scores, pad=pad, pads=pads, T=T, empty=~keep.any(-1), keep=keep)
+        case = Case(scores=scores, pad=pad, pads=pads, T=T, empty=~keep.any(-1), keep=keep)
         where = f"scores of shape {_shape(scores)} and pad of shape {_shape(pad)}, padding on the left {pads}"
         got, _ = _try(fn, (scores, pad), expected, what="your weights", where=where, case=case,
                       table=_PADDING_ROWS, hints=_PADDING_HINTS, trial=trial)

@@ -16,10 +16,11 @@ from attention_lab.reference import ReferenceHead
 from . import running  # running._run, looked up at each call: a grader's replacement reaches it too
 from .engine import (CheckFailed, _answer_is, _compare, _factor, _fail, _fill, _matches, _name, _reference_with,
                      _shape, _table)
-from .heads import _HEAD_ROWS, _MEASURED_ROWS, HeadCase, _check_head_structure, _leak, _weights_read
+from .heads import (_HEAD_ROWS, _MEASURED_ROWS, HeadCase, _check_head_structure, _leak, _weights_read,
+                    _with_new_head)
 from .hints import _HINTS
 from .references import _head_output, _head_weights, _Projected
-from .running import _call, _check, _fail_if_changed, _quietly, _raise_from, _try
+from .running import _call, _check, _fail_if_changed, _raise_from, _try
 from .trial import _Saved
 
 _T_LT_BLOCK = ("your head breaks when T < block_size: it works for T = block_size = {bs} but not for T = "
@@ -61,14 +62,6 @@ def _exactly_masked(case, what: str, where: str) -> None:
         raise CheckFailed(f"{_fill(row.message, case.sizes(), found)}\n  ({what}, {where})", row.id)
 
 
-def _head_problem(head, name: str, C: int, hs: int) -> CheckFailed | None:
-    try:
-        _check_head_structure(head, name, C, hs)
-    except CheckFailed as problem:
-        return problem
-    return None
-
-
 # sizes to draw a head from: none of them makes a scale written for the lesson's sizes (1/4, 1/√8,
 # 1/√32, ...) equal to one written from the head's own (1/d_k, 1/√d_k, 1/√C), which would name the
 # wrong mistake
@@ -99,21 +92,14 @@ class _BuiltHead:
         self.state = {k: t.detach().clone() for k, t in self.head.state_dict().items()}
 
     def fresh_output(self, x: torch.Tensor):
-        """A new head of the learner's class with these weights, on x: its output, or None. The new
-        head gets its own weights back afterwards (a grader compares what it handed out)."""
-        built = _quietly(running._run, self.Head, *self.sizes)
-        other = built[0] if built is not None and built[1] is None else None
-        if not isinstance(other, nn.Module):
-            return None
-        own = _Saved([other])
-        try:
+        """A new head of the learner's class with these weights, on x: its output, or None."""
+
+        def run(other):
             other.eval().load_state_dict(self.state)
             out, exc, _ = running._run(other, x.clone())
-        except Exception:  # noqa: BLE001 - no second head to compare with (or no recorded call): nothing is named
-            return None
-        finally:
-            own.restore()
-        return out if exc is None else None
+            return out if exc is None else None
+
+        return _with_new_head(self.Head, self.sizes, run)
 
     def fail_if_kept_state(self, x, expected, where: str, how: str) -> None:
         """A wrong output (or an error) that a new head does not give comes from an earlier call."""
@@ -143,18 +129,9 @@ class _BuiltHead:
 def check_head(Head, *, trial):
     """Chapter 5, exercise ``ex-head-diagnose``: the class ``Head``, built as ``Head(C, head_size, block_size)``.
 
-    Its forward maps (B, T, C) to (B, T, head_size) for every T <= block_size; it has the attributes
-    ``key``, ``query`` and ``value`` (bias-free ``nn.Linear(C, head_size)`` of float numbers on the
-    CPU) and a ``tril`` buffer. Two heads are built, the chapter's (384, 16, 8) and one of sizes drawn
-    at each call, each tried at T = block_size, T = 1 or a T drawn below it, and its first shape again.
-    The expected output is computed from the head's own key, query and value weights before its
-    forward runs, with the head in ``eval()`` mode (an ``nn.Dropout`` is off). A forward that changes
-    the head's weights or its input ``x`` fails, saying so (and they are put back); so does one whose
-    output for the same ``x`` changes (a factor that grows, randomness) or that is right only where a
-    new head with the same weights is (state kept between calls). Mistakes the tables do not rebuild
-    are named by measurement, from the weights the head really uses (:func:`.heads._weights_read`): a
-    future key with weight, a finite fill, a past key hidden, a scale after the softmax, any other
-    scale; so is a mask that only fits T = block_size.
+    Its forward maps (B, T, C) to (B, T, head_size) for every T <= block_size, from bias-free ``key``,
+    ``query`` and ``value`` layers and a ``tril`` buffer. The chapter's head (384, 16, 8) and one of
+    drawn sizes are built and compared, in ``eval()`` mode, with the output of their own weights.
     """
     name = _name(Head)
     if isinstance(Head, nn.Module):
@@ -163,7 +140,11 @@ def check_head(Head, *, trial):
     for (C, hs, bs), shapes in _head_builds(trial):
         built = _BuiltHead(Head, name, (C, hs, bs))
         head = built.head
-        problem = _head_problem(head, name, C, hs)
+        problem = None
+        try:
+            _check_head_structure(head, name, C, hs)
+        except CheckFailed as found:  # raised after the first forward, whose error it explains better
+            problem = found
         earlier = []
         for i, (B, T) in enumerate(shapes):
             x = trial.randn(B, T, C)
@@ -201,14 +182,12 @@ def check_head(Head, *, trial):
 
 
 def _weights_answer(weights):
-    """(weights, watch): the learner's weights, a tensor or a function of no arguments returning them (a
-    stub stops); a function is called twice, two calls that differ are named, and its first call's
-    watch comes back (None for a tensor)."""
+    """The learner's weights, a tensor or a function of no arguments returning them (a stub stops); a
+    function is called twice, and two calls that differ are named."""
     __tracebackhide__ = True
-    watch = None
     if callable(weights) and not isinstance(weights, torch.Tensor):
         name = _name(weights)
-        first, watch = _call(weights, inputs="no arguments")
+        first, _ = _call(weights, inputs="no arguments")
         second, _ = _call(weights, inputs="no arguments, a second time")
         if isinstance(first, torch.Tensor) and isinstance(second, torch.Tensor) and first.shape == second.shape \
                 and first.device.type == second.device.type == "cpu" and first.numel() and not _matches(second, first):
@@ -218,7 +197,7 @@ def _weights_answer(weights):
     if not isinstance(weights, torch.Tensor):
         _fail("general/not-a-tensor", what="your weights", shape="(B, T, T)", type=type(weights).__name__,
               where="the weights of the real batch")
-    return weights, watch
+    return weights
 
 
 def _only_weights(p: _Projected):
@@ -273,19 +252,11 @@ def _real_inputs(head, x) -> None:
 @_check
 def check_real_batch_weights(weights, head, x, *, trial):
     """Chapter 5, the real-batch exercise (``ex-head-real-batch``): ``weights`` are the (B, T, T)
-    attention weights that ``head`` computes for the batch ``x`` (B, T, C).
+    attention weights that ``head`` computes for the batch ``x`` (B, T, C), softmax(q @ kᵀ / √head_size)
+    with the future masked.
 
-    ``weights`` is the learner's tensor or, so that a stub reports "not yet implemented", a function of
-    no arguments returning it (None counts as not yet computed), which is called twice: two calls that
-    differ are named. It reads the notebook's own head and x, so the check draws no inputs. ``head`` is the chapter's head (its
-    ``key`` and ``query`` are read, never trained) and ``x`` the real batch; each is checked first.
-    The expected weights are the head's own, computed before the learner's function runs:
-    softmax(q @ kᵀ / √head_size) with the future masked, q and k from the head's projections of
-    ``x``. So unscaled, wrongly scaled, q/k-swapped or wrongly masked weights fail, by name (the head
-    mistakes of :func:`check_head`, and no ``is_causal``), and so do weights that are close but not
-    exactly 0 above the diagonal (a finite fill), the head's output (``v = head.value(x)``) or any tensor
-    not (B, T, T), and a function that changes ``head`` or ``x`` (which are then put back,
-    so that the next run names the change again).
+    ``weights`` is a tensor or, so that a stub reports "not yet implemented", a function of no
+    arguments returning it, called twice. It reads the notebook's own head and x: it draws no inputs.
     """
     _real_inputs(head, x)
     C, hs = head.key.in_features, head.key.out_features
@@ -294,8 +265,7 @@ def check_real_batch_weights(weights, head, x, *, trial):
     saved = _Saved([x, head])
     where = f"the head's own weights for x of shape {_shape(x)}"
     try:
-        got, _ = _weights_answer(weights)
-        weights = got
+        got = _weights_answer(weights)
     finally:  # a stub or an error stops the check: the notebook's x and head are as they were
         _fail_if_changed(saved, ["x", "head"], "real_batch_weights", where)
     B, T = x.shape[:2]
@@ -303,8 +273,8 @@ def check_real_batch_weights(weights, head, x, *, trial):
         row = "real/head-output" if tuple(got.shape) == (B, T, hs) else "real/shape"
         _fail(row, got=_shape(got), want=_shape(expected))
     case = HeadCase(C=C, hs=hs, T=x.shape[1], build=_only_weights(p), raw=raw,
-                    weights=lambda: got.detach().to(torch.float64) if isinstance(got, torch.Tensor) else None)
-    _compare(weights, expected, what="your weights", where=where, case=case,
+                    weights=lambda: got.detach().to(torch.float64))
+    _compare(got, expected, what="your weights", where=where, case=case,
              table=_REAL_ROWS + _SDPA_ROWS + _HEAD_ROWS + _MEASURED_ROWS)
     _exactly_masked(case, "your weights", where)
     return (f"your weights are the head's own, softmax(q @ kᵀ / √{hs}) under the causal mask, "
@@ -319,42 +289,39 @@ class MultiheadCase(HeadCase):
     B: int
     outs: list  # each head's (B, T, hs) output
     width: int  # n * hs
-    projected: list = dataclasses.field(default_factory=list)  # each head's _Projected q, k, v
+    projected: list  # each head's _Projected q, k, v
 
 
-def _stacked(case, dim):
-    """q, k, v of every head stacked on axis ``dim``, in float64."""
-    return [torch.stack([getattr(p, name) for p in case.projected], dim) for name in ("q", "k", "v")]
+def _qkv(case, join, dim):
+    """q, k, v of every head joined by ``join`` (torch.stack or torch.cat) on axis ``dim``, in float64."""
+    return [join([getattr(p, name) for p in case.projected], dim) for name in ("q", "k", "v")]
+
+
+def _causal(q, k, v):
+    return nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+
+def _merged(case, got, out):
+    """{} if ``got`` is ``out`` merged to (B, T, n * hs), with or without a transpose first."""
+    ends = (out.reshape(case.B, case.T, -1), out.transpose(1, 2).reshape(case.B, case.T, -1))
+    return {} if any(_matches(got, end) for end in ends) else None
 
 
 def _one_wide_head(case, got):
     """One head over the heads' q, k, v concatenated: every score sums all heads' products."""
-    if not case.projected:
-        return None
-    q, k, v = (torch.cat([getattr(p, name) for p in case.projected], -1) for name in ("q", "k", "v"))
-    wide = nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)  # (B, T, n * hs)
-    return {} if _matches(got, wide) else None
+    return {} if _matches(got, _causal(*_qkv(case, torch.cat, -1))) else None  # (B, T, n * hs)
 
 
 def _wrong_stack_axis(case, got):
     """q, k, v stacked on axis 2, (B, T, n, hs): the call attends across heads, positions as its head axis."""
-    if not case.projected or case.n < 2:
-        return None
-    out = nn.functional.scaled_dot_product_attention(*_stacked(case, 2), is_causal=True)  # (B, T, n, hs)
-    ends = (out.reshape(case.B, case.T, -1), out.transpose(1, 2).reshape(case.B, case.T, -1))
-    return {} if any(_matches(got, end) for end in ends) else None
+    return _merged(case, got, _causal(*_qkv(case, torch.stack, 2)))  # (B, T, n, hs)
 
 
 def _concatenated_then_viewed(case, got):
     """q, k, v concatenated to (B, T, n * hs), then viewed as (B, n, T, hs) with no transpose: each "head"
     is a block of rows of the concatenation, positions and heads mixed."""
-    if not case.projected or case.n < 2:
-        return None
-    q, k, v = (torch.cat([getattr(p, name) for p in case.projected], -1).reshape(case.B, case.n, case.T, case.hs)
-               for name in ("q", "k", "v"))
-    out = nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)  # (B, n, T, hs)
-    ends = (out.reshape(case.B, case.T, -1), out.transpose(1, 2).reshape(case.B, case.T, -1))
-    return {} if any(_matches(got, end) for end in ends) else None
+    viewed = (t.reshape(case.B, case.n, case.T, case.hs) for t in _qkv(case, torch.cat, -1))
+    return _merged(case, got, _causal(*viewed))  # (B, n, T, hs)
 
 
 def _ones_as_values(case, got):
@@ -453,17 +420,10 @@ def _multihead_cases(trial) -> list[tuple[tuple[int, int, int, int], list[tuple[
 def check_multihead_sdpa(fn, *, trial):
     """Chapter 5, the multi-head exercise: ``fn(heads, x)`` runs several heads with one fused call.
 
-    ``heads`` is a list of heads built like Fig. 6's (bias-free ``key``, ``query``, ``value``, a
-    ``tril`` buffer): 3 of ``Head(32, 8, 8)``, then 2 to 4 of sizes drawn at each call; ``x`` is
-    (B, T, C) with T = block_size, 1 and drawn below it. The answer stacks the heads' q, k and v into
-    (B, n_heads, T, hs) tensors, calls ``F.scaled_dot_product_attention(q, k, v, is_causal=True)``
-    once on them, and returns the heads' outputs side by side, (B, T, n_heads * hs), equal to
-    ``torch.cat([h(x) for h in heads], -1)``.
-
-    Names: heads in the wrong order, outputs interleaved (head axis last), a reshape without the
-    transpose, one wide head over the concatenated q, k, v, the heads stacked on axis 2, the (B, n_heads, T, hs) result returned as it is or with the last two axes not merged,
-    the mean instead of the concatenation, no causal mask (or a float mask), the head mistakes of
-    :func:`check_head`; and, with the right numbers, no call, one call per head, or a call on 3-D input.
+    ``heads`` is a list of heads like Fig. 6's (3 of ``Head(32, 8, 8)``, then 2 to 4 of drawn sizes).
+    The answer stacks their q, k and v into (B, n_heads, T, hs) tensors, calls
+    ``F.scaled_dot_product_attention(q, k, v, is_causal=True)`` once, and returns the heads' outputs
+    side by side, ``torch.cat([h(x) for h in heads], -1)``.
     """
     probed = False
     for (C, hs, bs, n), shapes in _multihead_cases(trial):

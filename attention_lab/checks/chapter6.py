@@ -3,7 +3,6 @@ weight at each distance (:func:`check_weight_by_distance`) and a trained head's 
 and position parts (:func:`check_score_parts`)."""
 from __future__ import annotations
 
-import dataclasses
 import math
 
 import torch
@@ -73,21 +72,10 @@ _PREVIOUS_HINTS = _table(
 def check_previous_token_head(head, *, trial):
     """Chapter 6, the exercise "set W_Q and W_K by hand": a head that attends to the previous position.
 
-    ``head`` is a head built like Fig. 6's ``Head(C, head_size, block_size)`` with C = block_size (or
-    more), whose ``query`` and ``key`` weights the learner has set by hand; or, so that a stub reports
-    "not yet implemented", a function of no arguments returning it. The check reads only
-    ``head.query``, ``head.key`` (bias included) and the size of ``head.tril`` (block_size; C when the
-    head has no ``tril``), never the learner's forward.
-
-    Inputs: one-hot position vectors, ``x = torch.eye(block_size, C)[None]`` (row t is position t), so
-    the scores are ``q @ kᵀ / √head_size`` of those rows with the future masked, as in
-    :class:`attention_lab.reference.ReferenceHead`. Passes when every position t >= 1 puts at least
-    0.9 of its weight on t - 1; row 0 is skipped (its only allowed key is itself, so it is [1, 0, ...]).
-
-    Names: a weight stored as (in, out) instead of (out, in), C too small for one-hot positions,
-    attending to the next position (masked, so the row falls back), attending to itself (W_Q = W_K),
-    looking two back, weights too soft (with the weight on t - 1), and any other weak row. Its input
-    is fixed by the exercise, so it draws none: ``trial`` is unused.
+    ``head`` is a head like Fig. 6's with C >= block_size whose ``query`` and ``key`` weights were set
+    by hand (or a function of no arguments returning it). On the one-hot positions
+    ``torch.eye(block_size, C)[None]``, every position t >= 1 must put at least 0.9 of its weight on
+    t - 1. Only ``head.query``, ``head.key`` and the size of ``head.tril`` are read; it draws no inputs.
     """
     if callable(head) and not isinstance(head, nn.Module):
         made, _ = _call(head, inputs="no arguments", hints=_PREVIOUS_HINTS)
@@ -136,26 +124,12 @@ def check_previous_token_head(head, *, trial):
         _fail("previous/two-back", **{**fields, "t": worst2, "prev": float(w[worst2, worst2 - 1]),
                                       "two": float(w[worst2, worst2 - 2])})
     if all(f == r - 1 for f, r in zip(favourite, rows)):
-        pass
-    elif all(scores[r, r - 1] < scores[r, : r + 1].max() and scores[r, r - 1] == scores[r, : r + 1].min()
-             and scores[r, : r + 1].min() < 0 for r in rows):
-        _fail("previous/negative", **fields, score=float(scores[worst, worst - 1]))
-    if all(f == r - 1 for f, r in zip(favourite, rows)):
         _fail("previous/too-soft", **fields)
+    if all(scores[r, r - 1] < scores[r, : r + 1].max() and scores[r, r - 1] == scores[r, : r + 1].min()
+           and scores[r, : r + 1].min() < 0 for r in rows):
+        _fail("previous/negative", **fields, score=float(scores[worst, worst - 1]))
     s = int(w[worst, : worst + 1].argmax())
     _fail("previous/weak", **fields, top=float(w[worst, s]), s=s)
-
-
-@dataclasses.dataclass(kw_only=True)
-class DistanceCase(Case):
-    """One batch of causal weights of the distance check, in float64, with its right profile."""
-
-    w: torch.Tensor  # (B, T, T)
-    ref: torch.Tensor  # (T,)
-    B: int
-    T: int
-    last: int  # T - 1
-    rows: int  # B * T
 
 
 def _by_distance(w: torch.Tensor, side: int = -1, rows: str = "mean") -> torch.Tensor:
@@ -249,21 +223,14 @@ _DISTANCE_ROWS = _table(
 def check_weight_by_distance(fn, *, trial):
     """Chapter 6, exercise ``ex-trained-distance``: ``fn(weights)`` measures how far back a head looks.
 
-    ``weights`` are causal attention weights of shape (B, T, T). The answer is a (T,) tensor whose entry
-    d is the mean of ``weights[b, i, i - d]`` over every sequence b and every query i >= d, the queries
-    that have a key d positions back: entry 0 is the mean weight on the diagonal, entry T - 1 is row
-    T - 1's weight on position 0. Any way of computing it passes (``torch.diagonal``, a loop, masks).
-    Tested on weights of 4 fixed shapes and one drawn at each call (T up to 32), which is tried twice.
-
-    Names: one profile per sequence, the last row only, distances counted above the diagonal or on both
-    sides (|i - j|), each distance divided by all B·T rows, sums instead of means, a profile rescaled to
-    sum to one, an average by key position.
+    ``weights`` are causal weights (B, T, T); the answer is a (T,) tensor whose entry d is the mean of
+    ``weights[b, i, i - d]`` over every b and every query i >= d, computed any way.
     """
     drawn = (trial.integer(1, 4), trial.integer(13, 32))
     for B, T in [(4, 8), (1, 1), (3, 5), (2, 12), drawn, drawn]:
         weights = _weights(trial.randn(B, T, T) * 2).to(torch.float32)  # (B, T, T), causal
         expected = _by_distance(weights)
-        case = DistanceCase(w=weights.to(torch.float64), ref=expected, B=B, T=T, last=T - 1, rows=B * T)
+        case = Case(w=weights.to(torch.float64), ref=expected, B=B, T=T, last=T - 1, rows=B * T)
         where = f"causal weights of shape {_shape(weights)}"
         _try(fn, (weights,), expected, what="your profile", where=where, case=case, table=_DISTANCE_ROWS,
              trial=trial)
@@ -317,7 +284,7 @@ def _reference_parts(model, ids: torch.Tensor) -> list[torch.Tensor]:
             for a, b in ((q_tok, k_tok), (q_tok, k_pos), (q_pos, k_tok), (q_pos, k_pos))]
 
 
-def _close(a: torch.Tensor, b: torch.Tensor) -> bool:
+def _close(a: torch.Tensor, b: torch.Tensor) -> bool:  # pos·pos is (T, T): broadcast against (B, T, T)
     return torch.allclose(a, b, rtol=1e-4, atol=1e-4)
 
 
@@ -355,14 +322,8 @@ def _parts_inputs(model, ids) -> tuple[int, int]:
 @_check
 def check_score_parts(score_parts, model, ids, *, trial):
     """Chapter 6, exercise ``ex-trained-parts``: ``score_parts(model, ids)`` returns the four parts
-    (tok·tok, tok·pos, pos·tok, pos·pos) of the head's scaled scores for ids (B, T): the query of one part
-    of x against the key of one part, each ``(B, T, T)``, before the mask; their sum is the head's scores.
-
-    Tested on the model and ids given, and on ids drawn at each call (B = 1 to 4, T = 1 to the model's
-    block size, B = 1 and T = 1 among them, one shape twice). The model is put back after every call, so a change to its weights
-    is named on every run. Names: a mask applied, weights instead of scores, no 1/√head_size, the cross
-    terms swapped, parts that add up but are not the four, a part computed in a lower precision, a
-    part that differs, a part of another dtype or device; and a model or ids that are not chapter 6's.
+    (tok·tok, tok·pos, pos·tok, pos·pos) of the head's scaled scores for ids (B, T), each (B, T, T),
+    before the mask: their sum is the head's scores. Tested on the ids given and on drawn ones.
     """
     name = _name(score_parts)
     vocab, block = _parts_inputs(model, ids)

@@ -8,7 +8,6 @@ width of ``x``, instead of √hs, the width of one head.
 """
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import math
 
@@ -20,23 +19,11 @@ from .hints import _HINTS, _MASKING
 from .running import _check, _try
 
 
-@dataclasses.dataclass(kw_only=True)
-class SplitCase(Case):
-    """One input of the split check: t (B, T, C) in float64 and its sizes."""
-
-    t: torch.Tensor
-    B: int
-    T: int
-    C: int
-    n_head: int
-    hs: int
-
-
-def _as_view(c: SplitCase) -> torch.Tensor:  # (B, T, n_head, hs): the view before the transpose
+def _as_view(c: Case) -> torch.Tensor:  # (B, T, n_head, hs): the view before the transpose
     return c.t.view(c.B, c.T, c.n_head, c.hs)
 
 
-def _wrong_axes(case: SplitCase, got):
+def _wrong_axes(case: Case, got):
     """A transpose of any other pair of the view's axes (or of the pair (1, 2) of the wrong view)."""
     if not isinstance(got, torch.Tensor):
         return None
@@ -84,20 +71,14 @@ def _split_shapes(trial):
 
 @_check
 def check_split_heads(fn, *, trial):
-    """Chapter 7, exercise ``ex-many-split``: ``fn(t, n_head)`` splits t (B, T, C) into heads.
-
-    The answer is ``t.view(B, T, n_head, C // n_head).transpose(1, 2)``, shape (B, n_head, T, hs),
-    whose ``[b, h]`` is head h's (T, hs) slice: channels h·hs to (h + 1)·hs - 1 of every position.
-    Tested on the chapter's sizes (B, T, C, n_head) = (4, 8, 64, 4), T = 1, and drawn sizes, one
-    shape twice. Names: a view straight to (B, n_head, T, hs), the view (B, T, n_head, hs) returned
-    without the transpose, channels dealt out to heads in turn (interleaved), a transpose of the
-    wrong pair of axes; and an answer that changes ``t``.
+    """Chapter 7, exercise ``ex-many-split``: ``fn(t, n_head)`` splits t (B, T, C) into heads,
+    ``t.view(B, T, n_head, C // n_head).transpose(1, 2)``: head h holds channels h·hs to (h + 1)·hs - 1.
     """
     for B, T, nh, hs in _split_shapes(trial):
         C = nh * hs
         t = trial.randn(B, T, C)
         expected = t.double().view(B, T, nh, hs).transpose(1, 2)
-        case = SplitCase(t=t.double(), B=B, T=T, C=C, n_head=nh, hs=hs)
+        case = Case(t=t.double(), B=B, T=T, C=C, n_head=nh, hs=hs)
         where = f"t of shape {_shape(t)} and n_head = {nh}"
         _try(fn, (t, nh), expected, what="your heads", where=where, case=case, table=_SPLIT_ROWS, trial=trial)
     return ("your split is (B, n_head, T, hs), head h holding channels h·hs to (h + 1)·hs - 1 "
@@ -107,37 +88,20 @@ def check_split_heads(fn, *, trial):
 # ---- the whole layer ------------------------------------------------------------------------------
 
 
-@dataclasses.dataclass(kw_only=True)
-class LayerCase(Case):
-    """One input of the layer check: x and the two weights in float64, and their sizes."""
-
-    x: torch.Tensor
-    w_attn: torch.Tensor  # (3C, C)
-    w_proj: torch.Tensor  # (C, C)
-    B: int
-    T: int
-    C: int
-    n_head: int
-    hs: int
-    root_C: float
-    root_hs: float
-
-
-def layer(x, w_attn, w_proj, n_head, *, split="right", merge="right", order=None, scale="hs", proj=True,
+def layer(x, w_attn, w_proj, n_head, *, split="right", merge="right", scale="hs", proj=True,
           parts="qkv", axes=(1, 2), back=None, mask="causal", softmax_dim=-1):
     """The layer in float64 (x @ W.T for each linear layer), and the wrong versions the check names.
 
     ``split="view"`` views q, k, v straight as (B, n_head, T, hs); ``merge="view"`` reads
     (B, n_head, T, hs) straight as (B, T, C), ``merge="interleaved"`` puts the head axis last before
-    merging; ``order`` lists the heads in the order they are put side by side; ``scale`` is "hs",
-    "C" or "none"; ``proj=False`` leaves W_O out; ``parts`` is the order c_attn's rows are read in;
-    ``axes`` is the pair of axes of the view (B, T, n_head, hs) that the split transposes and ``back``
-    the pair the merge transposes (default: the same), the attention running over the second-to-last
-    axis whatever it holds (torch raises where those shapes cannot be computed); ``split="none"`` keeps
-    the view (B, T, n_head, hs) untransposed, so the attention runs over the heads, and merges it back
-    as it is. ``scale`` may also be "hs-value" (√hs by value, whatever the last axis holds) or "times-hs"
-    (the scores multiplied by √hs); ``mask`` is "causal", "none" or "reversed" (each position sees itself
-    and the future); ``softmax_dim`` the axis the softmax runs over.
+    merging (``merge="heads"``: no merge, each head's output); ``scale`` is "hs", "C", "none",
+    "hs-value" (√hs by value, whatever the last axis holds) or "times-hs" (the scores multiplied by
+    √hs); ``proj=False`` leaves W_O out; ``parts`` is the order c_attn's rows are read in; ``axes`` is
+    the pair of axes of the view (B, T, n_head, hs) that the split transposes and ``back`` the pair the
+    merge transposes (default: the same), the attention running over the second-to-last axis whatever
+    it holds (torch raises where those shapes cannot be computed; ``axes=(1, 1)`` keeps the view
+    untransposed, so the attention runs over the heads); ``mask`` is "causal", "none" or "reversed"
+    (each position sees itself and the future); ``softmax_dim`` the axis the softmax runs over.
     """
     x, w_attn, w_proj = (a.detach().double() for a in (x, w_attn, w_proj))
     B, T, C = x.shape
@@ -146,8 +110,6 @@ def layer(x, w_attn, w_proj, n_head, *, split="right", merge="right", order=None
     q, k, v = (chunks[p] for p in parts)
     if split == "view":
         q, k, v = (a.reshape(B, n_head, T, hs) for a in (q, k, v))
-    elif split == "none":
-        q, k, v = (a.view(B, T, n_head, hs) for a in (q, k, v))
     else:
         q, k, v = (a.view(B, T, n_head, hs).transpose(*axes) for a in (q, k, v))
     scores = q @ k.transpose(-2, -1)  # (B, nh, T, T)
@@ -163,22 +125,14 @@ def layer(x, w_attn, w_proj, n_head, *, split="right", merge="right", order=None
         scores = scores.masked_fill(future, float("-inf"))
     weights = torch.softmax(scores, dim=softmax_dim)
     out = weights @ v  # (B, nh, T, hs)
-    if split == "none":
-        out = out.reshape(B, T, C)
-        return out @ w_proj.T if proj else out
-    if tuple(axes) != (1, 2):  # a split on the wrong axes, merged back by the same transpose or the usual one
-        out = out.transpose(*(back or axes)).reshape(B, T, C)
-        return out @ w_proj.T if proj else out
     if merge == "heads":  # each head's output, (B, nh, T, hs), before the merge
         return out
-    if order is not None:
-        out = out[:, list(order)]
     if merge == "view":
         out = out.reshape(B, T, C)
     elif merge == "interleaved":
         out = out.permute(0, 2, 3, 1).reshape(B, T, C)
-    else:
-        out = out.transpose(1, 2).reshape(B, T, C)
+    else:  # the split's own transpose back, or ``back``
+        out = out.transpose(*(back or axes)).reshape(B, T, C)
     return out @ w_proj.T if proj else out
 
 
@@ -186,7 +140,7 @@ def _variant(**how):
     return _answer_is(lambda c: layer(c.x, c.w_attn, c.w_proj, c.n_head, **how))
 
 
-def _in_order(case: LayerCase, got):
+def _in_order(case: Case, got):
     """The heads put side by side in another order, with W_O or without: the heads' outputs are computed
     once, and only their order changes from one candidate to the next."""
     if not isinstance(got, torch.Tensor) or tuple(got.shape) != (case.B, case.T, case.C):
@@ -204,7 +158,7 @@ def _in_order(case: LayerCase, got):
 _AXES = ("the batch", "the positions", "the heads", "the channels")  # of the view (B, T, n_head, hs)
 
 
-def _wrong_layer_axes(case: LayerCase, got):
+def _wrong_layer_axes(case: Case, got):
     """The layer split with a transpose of another pair of axes, merged back by the same or the usual one."""
     for a, b in itertools.combinations(range(4), 2):
         if (a, b) == (1, 2):
@@ -243,7 +197,7 @@ _LAYER_ROWS = _table(
      "row of weights must sum to 1, so softmax over the keys, dim=-1", _variant(softmax_dim=-2)),
     ("layer/no-transpose", "you split q, k and v into (B, T, n_head, hs) with no transpose: the attention "
      "then runs over the heads of one position, not over the positions of one head; add .transpose(1, 2) "
-     "after the split, and again before the merge", _variant(split="none")),
+     "after the split, and again before the merge", _variant(axes=(1, 1))),
     ("layer/split-view-only", "you split q, k and v straight into (B, n_head, T, hs) (with reshape: on the "
      "chunks that split returns, view refuses, 'view size is not compatible', and suggests reshape): both "
      "read the numbers in memory order, so your heads mix positions with channels; view as "
@@ -295,18 +249,8 @@ def _layer_shapes(trial):
 @_check
 def check_multi_head(fn, *, trial):
     """Chapter 7, exercise ``ex-many-layer``: ``fn(x, c_attn, c_proj, n_head)`` computes the layer of
-    Fig. 10 from its two linear layers.
-
-    ``x`` is (B, T, C); ``c_attn`` is a bias-free ``nn.Linear(C, 3 * C)`` whose output holds every
-    head's queries, then keys, then values; ``c_proj`` is W_O, a bias-free ``nn.Linear(C, C)``. The
-    answer is causal multi-head attention with heads of size C // n_head, put side by side in head order
-    and mixed by ``c_proj``, (B, T, C). By hand or with ``F.scaled_dot_product_attention``. Tested on the
-    chapter's sizes (C = 64, 4 heads), T = 1 and drawn sizes, one twice. Names: W_O left out, scores
-    scaled by √C (or not at all, or multiplied by √hs), the causal mask left out or reversed, the softmax
-    over dim -2, q, k, v split with no transpose at all or reshaped straight to (B, n_head, T, hs), a
-    mask sized to a block size and not cut to T (a hint), a transpose
-    of the wrong axes, heads merged without the transpose back or interleaved, heads in the wrong order, c_attn's q, k, v read
-    in the wrong order; an answer that changes x or the layers.
+    Fig. 10: ``c_attn``, a bias-free ``nn.Linear(C, 3 * C)``, gives every head's q, then k, then v; the
+    causal heads' outputs, side by side in head order, go through ``c_proj`` (W_O), giving (B, T, C).
     """
     for B, T, nh, hs in _layer_shapes(trial):
         C = nh * hs
@@ -315,9 +259,9 @@ def check_multi_head(fn, *, trial):
         trial.fill(c_proj, 0.3)
         x = trial.randn(B, T, C)
         expected = layer(x, c_attn.weight, c_proj.weight, nh)
-        case = LayerCase(x=x.double(), w_attn=c_attn.weight.detach().double(),
-                         w_proj=c_proj.weight.detach().double(), B=B, T=T, C=C, n_head=nh, hs=hs,
-                         root_C=math.sqrt(C), root_hs=math.sqrt(hs))
+        case = Case(x=x.double(), w_attn=c_attn.weight.detach().double(),
+                    w_proj=c_proj.weight.detach().double(), B=B, T=T, C=C, n_head=nh, hs=hs,
+                    root_C=math.sqrt(C), root_hs=math.sqrt(hs))
         where = f"x of shape {_shape(x)}, {nh} heads of size {hs}"
         _try(fn, (x, c_attn, c_proj, nh), expected, what="your output", where=where, case=case,
              table=_LAYER_ROWS, hints=_LAYER_HINTS, trial=trial)

@@ -1,14 +1,9 @@
 """Chapter 8's checks: one decode step of attention with a KV cache (:func:`check_attend_cached`) and
-the input of a decode step, token plus position (:func:`check_embed_next`).
-
-They name the mistakes of a first KV cache: keys and values appended on the wrong axis, a mask that
-hides the past from the single decode query, the cache not trimmed at ``block_size``, and the position
-table read from row 0 at every step. A cache is passed in and handed back by the answer, so a changed
-cache is what the answer is meant to return, not a state it keeps.
+the input of a decode step, token plus position (:func:`check_embed_next`). A cache is passed in and
+handed back by the answer, so a changed cache is what the answer is meant to return.
 """
 from __future__ import annotations
 
-import dataclasses
 import math
 
 import torch
@@ -19,25 +14,7 @@ from .hints import _HINTS
 from .running import _call, _check
 
 
-@dataclasses.dataclass(kw_only=True)
-class CacheCase(Case):
-    """One input of the cache check, in float64: the new q, k, v (B, nh, 1, hs) and the cache."""
-
-    q: torch.Tensor
-    k: torch.Tensor
-    v: torch.Tensor
-    k_cache: torch.Tensor | None
-    v_cache: torch.Tensor | None
-    B: int
-    T: int
-    n_head: int
-    hs: int
-    block_size: int
-    T_plus: int = 0
-    root_hs: float = 0.0
-
-
-def _all_rows(c: CacheCase):  # (B, nh, T + 1, hs) each: every row, the new one last, nothing dropped
+def _all_rows(c: Case):  # (B, nh, T + 1, hs) each: every row, the new one last, nothing dropped
     if c.k_cache is None:
         return c.k, c.v
     return torch.cat([c.k_cache, c.k], dim=2), torch.cat([c.v_cache, c.v], dim=2)
@@ -48,7 +25,7 @@ def _attend(q, k, v):  # (B, nh, 1, hs) over (B, nh, L, hs): no mask
     return weights @ v
 
 
-def cached(c: CacheCase, *, keep="last"):
+def cached(c: Case, *, keep="last"):
     """The right step (``keep="last"``: the last block_size rows) and the wrong trims the check names:
     ``keep="all"`` (no trim), ``keep="first"`` (the oldest block_size rows, the new one dropped)."""
     k, v = _all_rows(c)
@@ -59,29 +36,29 @@ def cached(c: CacheCase, *, keep="last"):
     return _attend(c.q, k, v), (k, v)
 
 
-def _only_first(c: CacheCase):  # the query sees the first kept key only: tril[:1, :L], or is_causal=True
+def _only_first(c: Case):  # the query sees the first kept key only: tril[:1, :L], or is_causal=True
     if c.T < 1:
         return None
     _, (k, v) = cached(c)
     return v[:, :, :1]
 
 
-def _only_itself(c: CacheCase):  # the query sees its own key only: a mask that keeps the diagonal of a (1, 1)
+def _only_itself(c: Case):  # the query sees its own key only: a mask that keeps the diagonal of a (1, 1)
     if c.T < 1:
         return None
     return c.v
 
 
-def _no_scale(c: CacheCase):
+def _no_scale(c: Case):
     _, (k, v) = cached(c)
     return torch.softmax(c.q @ k.transpose(-2, -1), dim=-1) @ v
 
 
-def _untrimmed(c: CacheCase):
+def _untrimmed(c: Case):
     return cached(c, keep="all")[0] if c.T + 1 > c.block_size else None
 
 
-def _kept_oldest(c: CacheCase):
+def _kept_oldest(c: Case):
     return cached(c, keep="first")[0] if c.T + 1 > c.block_size else None
 
 
@@ -127,15 +104,14 @@ _table(
      "trimming drops the oldest row, k[:, :, -block_size:], so the newest character stays in the cache", None),
 )
 
-def _check_cache(got, case: CacheCase, expected_k, expected_v, name: str, where: str):
+def _check_cache(got, case: Case, expected_k, expected_v, name: str, where: str):
     __tracebackhide__ = True
     for which, t, e, n in (("keys", got[0], expected_k, 0), ("values", got[1], expected_v, 1)):
         if not isinstance(t, torch.Tensor):
             _fail("cache/not-a-pair", name=name, got="a cache that is not two tensors")
-        if tuple(t.shape) != tuple(e.shape):
-            if t.dim() == 4 and tuple(t.shape[:2]) + tuple(t.shape[3:]) == tuple(e.shape[:2]) + tuple(e.shape[3:]) \
-                    and t.shape[2] > case.block_size:
-                _fail("cache/untrimmed-cache", rows=t.shape[2], block_size=case.block_size)
+        if t.dim() == 4 and (t.shape[0], t.shape[1], t.shape[3]) == (e.shape[0], e.shape[1], e.shape[3]) \
+                and t.shape[2] > case.block_size:  # (the expected cache has block_size rows at most)
+            _fail("cache/untrimmed-cache", rows=t.shape[2], block_size=case.block_size)
         oldest = _all_rows(case)[n][:, :, :case.block_size]
         if case.T + 1 > case.block_size and tuple(t.shape) == tuple(oldest.shape) and torch.allclose(
                 t.double(), oldest, rtol=1e-4, atol=1e-5):
@@ -147,14 +123,9 @@ def _check_cache(got, case: CacheCase, expected_k, expected_v, name: str, where:
 def check_attend_cached(fn, *, trial):
     """Chapter 8, exercise ``ex-gen-cache``: ``fn(q, k, v, cache, block_size)`` is one decode step.
 
-    ``q``, ``k``, ``v`` are the new position's query, key and value, (B, n_head, 1, hs); ``cache`` is
-    ``None`` or ``(k_cache, v_cache)``, each (B, n_head, T, hs). The answer appends k and v on the time
-    axis, keeps the last ``block_size`` rows, and returns ``(out, (k_cache, v_cache))`` with out the
-    query's attention over every kept row, no mask, scaled by 1/√hs. Tested with no cache, a cache of
-    1, of a few rows below block_size, and full at block_size (twice, other numbers). Names: a cat on the
-    wrong axis (by torch.cat's error, which a cache of 3 rows meets first), a mask that lets the query see the first key only
-    (``is_causal=True`` with one query) or its own key only, the cache not trimmed or trimmed at the wrong
-    end, no scale; an answer that changes q, k or v.
+    ``q``, ``k``, ``v`` (B, n_head, 1, hs) are the new position's; ``cache`` is None or ``(k_cache,
+    v_cache)``, each (B, n_head, T, hs). The answer appends k and v on the time axis, keeps the last
+    ``block_size`` rows and returns ``(out, (k_cache, v_cache))``, out the query's attention over them.
     """
     nh, hs = trial.choice((2, 3)), trial.choice((4, 5, 8))
     bs = trial.integer(4, 6)
@@ -164,11 +135,10 @@ def check_attend_cached(fn, *, trial):
     for B, T, nh_, hs_, bs_ in shapes:
         q, k, v = (trial.randn(B, nh_, 1, hs_) for _ in range(3))
         cache = None if T == 0 else (trial.randn(B, nh_, T, hs_), trial.randn(B, nh_, T, hs_))
-        case = CacheCase(q=q.double(), k=k.double(), v=v.double(),
-                         k_cache=None if cache is None else cache[0].double(),
-                         v_cache=None if cache is None else cache[1].double(),
-                         B=B, T=T, n_head=nh_, hs=hs_, block_size=bs_, T_plus=T + 1,
-                         root_hs=math.sqrt(hs_))
+        case = Case(q=q.double(), k=k.double(), v=v.double(),  # (B, nh, 1, hs) each, and the cache
+                    k_cache=None if cache is None else cache[0].double(),
+                    v_cache=None if cache is None else cache[1].double(),
+                    B=B, T=T, n_head=nh_, hs=hs_, block_size=bs_, T_plus=T + 1, root_hs=math.sqrt(hs_))
         out, (ek, ev) = cached(case)
         where = (f"q, k, v of shape {_shape(q)}, " + ("no cache" if cache is None else
                  f"a cache of shape {_shape(cache[0])}") + f", block_size = {bs_}")
@@ -188,21 +158,7 @@ def check_attend_cached(fn, *, trial):
 # ---- the input of a decode step ---------------------------------------------------------------------
 
 
-@dataclasses.dataclass(kw_only=True)
-class EmbedCase(Case):
-    """One input of the embedding check: the tables' weights in float64, the ids and past."""
-
-    tok: torch.Tensor  # (vocab, C)
-    pos: torch.Tensor  # (block_size, C)
-    ids: torch.Tensor  # (B, 1)
-    past: int
-    block_size: int
-    past_plus: int = 0
-    past_minus: int = 0
-    last: int = 0
-
-
-def _embedded(c: EmbedCase, row: int | None):
+def _embedded(c: Case, row: int | None):
     if row is None or not 0 <= row < c.block_size:
         return None
     return c.tok[c.ids] + c.pos[row]  # (B, 1, C)
@@ -250,10 +206,7 @@ _EMBED_HINTS = _table(
 @_check
 def check_embed_next(fn, *, trial):
     """Chapter 8, exercise ``ex-gen-embed``: ``fn(ids, past, token_table, position_table)`` is the input
-    of a decode step, (B, 1, C): the token's row plus the position table's row ``min(past, block_size -
-    1)``. Tested on past = 0, a few, block_size - 1, block_size and beyond, with B = 1 and more. Names: the
-    position from 0 at every step, one row too far or too near, the token's row left out, an index past
-    the table's end; an answer that changes the tables.
+    of a decode step, (B, 1, C): the token's row plus the position table's row ``min(past, block_size - 1)``.
     """
     vocab, C, bs = trial.integer(5, 9), trial.choice((6, 8)), trial.integer(5, 7)
     tok, pos = nn.Embedding(vocab, C), nn.Embedding(bs, C)
@@ -262,9 +215,9 @@ def check_embed_next(fn, *, trial):
     name = getattr(fn, "__name__", "embed_next")
     for B, past in ((6, 3), (1, 0), (3, bs - 1), (4, bs), (6, bs + trial.integer(1, 5)), (2, 2)):
         ids = trial.integers(0, vocab - 1, (B, 1))
-        case = EmbedCase(tok=tok.weight.detach().double(), pos=pos.weight.detach().double(), ids=ids,
-                         past=past, block_size=bs, past_plus=right_row(past, bs) + 1,
-                         past_minus=past - 1, last=bs - 1)
+        case = Case(tok=tok.weight.detach().double(), pos=pos.weight.detach().double(), ids=ids,
+                    past=past, block_size=bs, past_plus=right_row(past, bs) + 1,
+                    past_minus=past - 1, last=bs - 1)
         expected = _embedded(case, right_row(past, bs))
         where = f"ids of shape {_shape(ids)}, past = {past}, a position table of {bs} rows"
         got, _ = _call(fn, ids, past, tok, pos, inputs=where, case=case, hints=_EMBED_HINTS, name=name)

@@ -10,7 +10,6 @@ reference computed with a mistake's keyword arguments). Running the learner's co
 """
 from __future__ import annotations
 
-import dataclasses
 import math
 import textwrap
 from collections.abc import Callable
@@ -44,16 +43,17 @@ class CheckFailed(AssertionError):
         self.mistake = mistake
 
 
-@dataclasses.dataclass(kw_only=True)
 class Case:
-    """One input a check tried, as its mistakes' matches read it: each check subclasses it with its own
-    fields (tensors in float64, sizes). A message is filled from the case's :meth:`sizes` and from what
-    the match found."""
+    """One input a check tried, as its mistakes' matches read it: the fields the check gives it by
+    keyword (tensors in float64, sizes; :class:`.heads.HeadCase` is the one a head's tables share). A
+    message is filled from the case's :meth:`sizes` and from what the match found."""
+
+    def __init__(self, **fields):
+        vars(self).update(fields)
 
     def sizes(self) -> dict:
         """The fields a message may name: those that hold a number or a string."""
-        values = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-        return {k: v for k, v in values.items() if isinstance(v, (int, float, str))}
+        return {k: v for k, v in vars(self).items() if isinstance(v, (int, float, str))}
 
 
 class _Mistake(NamedTuple):
@@ -109,13 +109,9 @@ def _answer_is(build):
 
 
 def _reference_with(*variants):
-    """A match for a mistake that the case's own reference makes when given the mistake's keyword
-    arguments: the answer equals ``case.build(**variant)`` for one of ``variants``.
-
-    Each variant is a dict of keyword arguments of the case's ``build`` (for a head,
-    :func:`.references._head_output`), or a function of the case returning one; ``case.build``
-    returns None for a mistake that cannot happen in that check.
-    """
+    """A match for a mistake rebuilt by the case's own reference: the answer equals ``case.build(**variant)``
+    for one of ``variants``, each a dict of keyword arguments or a function of the case returning one
+    (``case.build`` returns None for a mistake that cannot happen in that check)."""
 
     def match(case, got):
         for variant in variants:
@@ -195,12 +191,6 @@ _DEVICE_WHY = {
 }
 
 
-def _dtype_why(dtype: torch.dtype) -> str:
-    if dtype in (torch.float16, torch.bfloat16):
-        return _DTYPE_WHY["half"]
-    return _DTYPE_WHY["integer"] if not (dtype.is_floating_point or dtype.is_complex) else _DTYPE_WHY["other"]
-
-
 def _fail_unless_float_cpu(t: torch.Tensor, **fields) -> None:
     """The answer's own tensor must be float32 or float64 on the CPU, as the inputs are."""
     __tracebackhide__ = True
@@ -208,7 +198,9 @@ def _fail_unless_float_cpu(t: torch.Tensor, **fields) -> None:
         _fail("general/device", device=t.device.type, why=_DEVICE_WHY.get(t.device.type, _DEVICE_WHY["other"]),
               **fields)
     if t.dtype not in (torch.float32, torch.float64):
-        _fail("general/dtype", dtype=str(t.dtype).replace("torch.", ""), why=_dtype_why(t.dtype), **fields)
+        kind = ("half" if t.dtype in (torch.float16, torch.bfloat16) else
+                "other" if t.dtype.is_floating_point or t.dtype.is_complex else "integer")
+        _fail("general/dtype", dtype=str(t.dtype).replace("torch.", ""), why=_DTYPE_WHY[kind], **fields)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -279,21 +279,26 @@ def _weights_read(Head, sizes: tuple, q: torch.Tensor, k: torch.Tensor) -> torch
     A new head of that class, in float64 and eval(), gets key, query and value weights that turn the
     one-hot positions x = I (T rows of width C) into these q and k and into one-hot values, so that its
     output is its weights, head_size columns at a time: no name or step of its forward is assumed.
-    Every call of the learner's code goes through ``running._run``.
+    A head that is not built like the lesson's (or larger than C) is not measured.
     """
-    B, T, hs = q.shape
-    C = sizes[0]
+    return _with_new_head(Head, sizes, lambda probe: _probe_weights(probe, q, k, sizes[0]))
+
+
+def _with_new_head(Head, sizes: tuple, use):
+    """``use(head)`` for a new head of the learner's class ``Head(*sizes)``, built through ``running._run``;
+    None if it cannot be built or ``use`` raises. The head gets its weights as built back afterwards (a
+    grader compares what the learner's code handed out)."""
     built = running._quietly(running._run, Head, *sizes)  # (a grader may have no such call recorded)
-    probe = built[0] if built is not None and built[1] is None else None
-    if not isinstance(probe, nn.Module) or T > C or hs < 1:
+    head = built[0] if built is not None and built[1] is None else None
+    if not isinstance(head, nn.Module):
         return None
-    own = _Saved([probe])
+    own = _Saved([head])
     try:
-        return _probe_weights(probe, q, k, C)
-    except Exception:  # noqa: BLE001 - a head that is not built like the lesson's is not measured
+        return use(head)
+    except Exception:  # noqa: BLE001 - no head to measure or to compare with: nothing is named
         return None
     finally:
-        own.restore()  # its weights as built: a grader compares what the learner's code handed out
+        own.restore()
 
 
 def _probe_weights(probe: nn.Module, q: torch.Tensor, k: torch.Tensor, C: int) -> torch.Tensor | None:

@@ -12,6 +12,7 @@ import collections
 import functools
 import inspect
 import math
+import secrets
 from typing import NamedTuple
 
 import torch
@@ -19,7 +20,7 @@ from torch.overrides import TorchFunctionMode
 
 from .engine import MISTAKES, Case, CheckFailed, _compare, _fail, _first, _fill, _fit, _name
 from .hints import _HINTS
-from .trial import Trial, _Saved, fresh_seed
+from .trial import Trial, _Saved
 
 # strict mode draws every check's inputs from this seed (a grader sets it for a batch); learner mode
 # draws a new seed at each call
@@ -35,16 +36,9 @@ class _NotYetImplemented(Exception):
 
 
 def _check(func):
-    """Make ``func`` a check: give it a :class:`.trial.Trial`, keep the notebook's RNG untouched, and
-    add ``strict`` and ``seed``.
-
-    ``func`` takes the learner's arguments and a keyword ``trial``, from which it draws its inputs.
-    Learner mode prints the one-line summary ``func`` returns (or the kind stub line) and returns
-    None; a failure puts back what the learner's code changed in place (the next run names it again)
-    and adds the seed of its inputs, so that ``seed=`` draws them again. Strict mode draws from
-    :data:`SEED`, prints nothing, returns True on a pass and raises on a stub, leaving a change where
-    it is, for a grader that compares the modules before and after.
-    """
+    """Make ``func``, which takes the learner's arguments and a keyword ``trial`` to draw its inputs
+    from, a check with ``strict`` and ``seed`` (the two modes of the package docstring); strict mode
+    leaves what the learner's code changed in place for a grader to see, learner mode puts it back."""
     signature = inspect.signature(func)
     public = signature.replace(parameters=[p for p in signature.parameters.values() if p.name != "trial"])
     answer_name = next(iter(public.parameters))
@@ -53,7 +47,9 @@ def _check(func):
     def wrapper(*args, strict=False, seed=None, **kwargs):
         __tracebackhide__ = True  # IPython and pytest hide this frame from the learner's traceback
         given = _bind(public, func.__name__, args, kwargs)
-        trial = Trial(int(seed) if seed is not None else SEED if strict else fresh_seed())
+        if seed is None:  # in learner mode a new one, six digits, short enough to type back as seed=
+            seed = SEED if strict else 100_000 + secrets.randbelow(900_000)
+        trial = Trial(int(seed))
         try:
             if answer_name in given and given[answer_name] is None:  # by position or by keyword
                 raise _NotYetImplemented(answer_name)
@@ -180,11 +176,9 @@ def _stub_or_helper(answer, exc: NotImplementedError):
 
 def _run(fn, *args):
     """Call the learner's ``fn(*args)`` under a _Watch: (result, exception or None, watch). A stub stops the
-    check; Ctrl-C goes through; anything else the code raises (SystemExit, a BaseException of its own) is
-    reported by _raise_from. torch as the code found it is put back after the call, and what it replaced
-    is in ``watch.patched``: a check never compares with functions the learner's code changed."""
+    check, Ctrl-C goes through; what the code replaced of torch is put back, named in ``watch.patched``."""
     watch = _Watch()
-    before = _torch_namespaces()
+    before = [(space, dict(vars(space))) for space in _NAMESPACES]
     try:
         with watch:
             result = fn(*args)
@@ -200,20 +194,20 @@ def _run(fn, *args):
         watch.patched = _put_back(before)
 
 
-def _torch_namespaces() -> list[tuple[object, dict]]:
-    return [(space, dict(vars(space))) for space in (torch, torch.nn.functional, torch.Tensor, torch.linalg)]
+# what a learner's code may patch, by the name a message gives it
+_NAMESPACES = {torch: "torch", torch.nn.functional: "F", torch.Tensor: "torch.Tensor",
+               torch.linalg: "torch.linalg"}
 
 
 def _put_back(before) -> list[str]:
     """The names of torch's that the learner's code replaced or added during a call with something of its
     own, each put back; what torch changes itself (torch.set_default_dtype swaps torch.Storage) stays."""
-    named = {torch: "torch", torch.nn.functional: "F", torch.Tensor: "torch.Tensor", torch.linalg: "torch.linalg"}
     changed = []
     for space, saved in before:
         now = vars(space)
         for name in [n for n in now if (n not in saved or now[n] is not saved[n])
                      and not str(getattr(now[n], "__module__", None) or "").startswith("torch")]:
-            changed.append(f"{named[space]}.{name}")
+            changed.append(f"{_NAMESPACES[space]}.{name}")
             if name in saved:
                 setattr(space, name, saved[name])
             else:
@@ -281,9 +275,8 @@ def _call(fn, *args, inputs: str, case: Case | None = None, hints=None, name: st
     """Call the learner's ``fn(*args)``: (result, watch). A stub becomes the kind line, an error a clear one.
 
     ``inputs`` describes the arguments in the learner's words ("x of shape (4, 8, 384)"); ``hints`` is
-    a table whose rows match the failure (exception and failed torch call) of a known mistake;
-    ``may_change`` holds the positions of arguments the answer is meant to change (a cache passed to
-    it), which are not reported when they change.
+    a table of known mistakes read off a failure; ``may_change`` holds the positions of arguments the
+    answer is meant to change (a cache).
     """
     __tracebackhide__ = True
     name = name or _name(fn)
@@ -301,9 +294,8 @@ def _call(fn, *args, inputs: str, case: Case | None = None, hints=None, name: st
 
 
 def _quietly(probe, *args):
-    """``probe(*args)``, or None if it raises anything: a call a check makes only to word a failure must
-    never be the failure (a grader that replays recorded calls has none for it, the learner's code may
-    raise on it), so without it the check says what it would have said anyway."""
+    """``probe(*args)``, or None if it raises anything: a call made only to word a failure (CONTRIBUTING.md,
+    "Checks") must never be the failure."""
     try:
         return probe(*args)
     except Exception:  # noqa: BLE001
@@ -338,10 +330,8 @@ class _Again:
 
 def _try(fn, args: tuple, expected: torch.Tensor, *, trial: Trial, what: str, where: str, case: Case,
          table=(), hints=None, earlier: list | None = None):
-    """The steps of a check that calls a function: ``fn`` on copies of ``args``, its result compared
-    with ``expected`` (:func:`.engine._compare`, which may call it again through :class:`_Again`),
-    and kept in ``earlier`` (the trial's, unless given) for the next comparisons. Returns (result,
-    watch)."""
+    """``fn`` called on copies of ``args`` and its result compared with ``expected``, then kept in
+    ``earlier`` (the trial's, unless given) for the next comparisons: (result, watch)."""
     __tracebackhide__ = True
     earlier = trial.earlier if earlier is None else earlier
     again = _Again(fn, args, where, case, hints, trial)
@@ -360,9 +350,8 @@ def _params(fn) -> list[str]:
 
 
 def _fail_if_changed(saved: _Saved, params: list[str], name: str, inputs: str, may_change=()) -> None:
-    """Tell the learner which argument (a tensor, or a module's weights) their code changed in place;
-    the failure carries how to put it back (learner mode does). ``params`` are the names the learner
-    knows the arguments by."""
+    """Name the argument (a tensor, or a module's weights) the learner's code changed in place, by
+    the learner's own name for it (``params``); the failure carries how to put it back."""
     __tracebackhide__ = True
 
     def arg(n):

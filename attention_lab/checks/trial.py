@@ -1,19 +1,12 @@
-"""One run of a check: where its inputs come from, and what it hands the learner's code.
-
-A :class:`Trial` holds the seed of one call of a check and a ``torch.Generator`` that only the check
-draws from, so the learner's own random calls change none of its inputs. In learner mode the seed is
-new at every call and is printed only when the answer fails; in strict mode it is
-:data:`.running.SEED`, which a grader sets for a batch, so that the same answers get the same inputs.
-
-:class:`_Saved` copies what a check hands out (tensors, and each module's parameters, buffers and
-tensor attributes), names what the learner's code changed and puts it back (in learner mode), so
-that a change is named on every run of the check, not only the first. More in CONTRIBUTING.md.
+"""One run of a check: where its inputs come from (:class:`Trial`, a seed and a ``torch.Generator``
+that only the check draws from), and what it hands the learner's code (:class:`_Saved`, copies of
+tensors and of each module's parameters, buffers and tensor attributes, to name a change and put it
+back). More in CONTRIBUTING.md, "Checks".
 """
 from __future__ import annotations
 
 import contextlib
 import math
-import secrets
 
 import torch
 import torch.nn as nn
@@ -63,11 +56,6 @@ class Trial:
         return module
 
 
-def fresh_seed() -> int:
-    """A new seed for learner mode: six digits, short enough to type back as ``seed=``."""
-    return 100_000 + secrets.randbelow(900_000)
-
-
 def _tensors_of(module: nn.Module) -> dict[str, tuple[torch.Tensor, str]]:
     """A module's parameters, buffers and tensor attributes: dotted name -> (tensor, kind)."""
     found = {}
@@ -86,11 +74,6 @@ def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
     return torch.equal(a, b) or bool(((a == b) | (a.isnan() & b.isnan())).all())  # (nan is no change)
 
 
-def _copy(t: torch.Tensor) -> torch.Tensor:
-    """A copy of ``t`` that remembers whether it was trained (requires_grad)."""
-    return t.detach().clone().requires_grad_(t.requires_grad)
-
-
 def _put_back(now: torch.Tensor, saved: torch.Tensor) -> None:
     with torch.no_grad():
         if now.shape != saved.shape or now.dtype != saved.dtype or now.device != saved.device:
@@ -105,7 +88,8 @@ class _Saved:
     def __init__(self, args):
         self.args = list(args)
         self.tensors = {n: a.detach().clone() for n, a in enumerate(self.args) if isinstance(a, torch.Tensor)}
-        self.modules = {(n, label): (m, {k: (_copy(t), kind) for k, (t, kind) in _tensors_of(m).items()})
+        self.modules = {(n, label): (m, {k: (t.detach().clone().requires_grad_(t.requires_grad), kind)
+                                         for k, (t, kind) in _tensors_of(m).items()})
                         for n, a in enumerate(self.args) for label, m in _modules_in(a)}
 
     def changed_tensor(self, n: int) -> float | None:
