@@ -115,12 +115,8 @@ def _calls(source: str) -> list[Check]:
 
 
 def questions(lesson: Lesson, student) -> tuple[list[Question], list[str]]:
-    """The coding exercises of a chapter as questions, and the names of its other exercises.
-
-    ``lesson`` is the chapter as read once (:func:`course.lesson.read_lesson`): each exercise's stubs,
-    solution cells and check cells. ``student`` is its student edition in plain Markdown, which keeps the
-    chapter's cell ids: a question's stub and check are found there by id.
-    """
+    """The coding exercises of a chapter as questions, and the names of its other exercises. A question's stub
+    and check are found by id in ``student``, the student edition, which keeps the chapter's cell ids."""
     demos = demonstrations(lesson.nb)
     at = {cell.get("id"): i for i, cell in enumerate(student.cells)}
     found: list[Question] = []
@@ -266,7 +262,7 @@ def master_notebook(lesson, stem: str, book, name: str | None = None):
             question = {"name": q.name, "points": POINTS, "check_cell": False}
             cells.append(_raw("# BEGIN QUESTION\n" + yaml.safe_dump(question, sort_keys=False).strip()))
             cells.append(_raw("# BEGIN SOLUTION"))
-            # the stub as the learner gets it, then the solution, which otter keeps out of the student notebook
+            # the stub as the learner gets it, then the solution, which otter keeps from the student notebook
             cell.source = f"{cell.source}\n# BEGIN SOLUTION NO PROMPT\n{q.solution}\n# END SOLUTION"
             cells += [cell, _raw("# END SOLUTION")]
         elif index in by_check:

@@ -264,7 +264,6 @@ def _tidy(text: str) -> str:
     return re.sub(r"\n{3,}", "\n\n", re.sub(r"[ \t]+\n", "\n", text)).strip("\n")
 
 
-
 def fenced(text: str, language: str) -> str:
     fence = "`" * max(3, max((len(run) + 1 for run in re.findall(r"`{3,}", text)), default=3))
     return f"{fence}{language}\n{text}\n{fence}"

@@ -79,7 +79,7 @@ def _read_after(nb, index: int, *, solutions: bool) -> set[str] | None:
 
 def demonstrations(nb) -> set[int]:
     """Solution code cells that only demonstrate: define no function or class, change nothing a later cell
-    reads, and print text only; such a cell goes inside the solution's ``<details>``, with its stored output."""
+    reads, and print text only; each goes inside the solution's ``<details>``, with its stored output."""
     found = set()
     for i, cell in enumerate(nb.cells):
         if cell.cell_type != "code" or SOLUTION not in cell.metadata.get("tags", []):
