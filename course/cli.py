@@ -17,7 +17,7 @@ from course.layout import STUDENT, chosen_chapters, shown
 
 def _launch(args) -> int:
     """notebooks/ from lessons/, then the student editions."""
-    chosen_chapters(None)
+    chosen_chapters(None)  # stops, saying so, when lessons/ holds no chapter
     try:
         for path in launch_notebooks.write():
             print(f"wrote {shown(path)}" if path.exists() else f"removed {shown(path)}")
