@@ -35,11 +35,6 @@ def term_id(term: str) -> str:
     return re.sub(r"^[-0-9._]+|-+$", "", text)
 
 
-def cite_id(key: str) -> str:
-    """The HTML id of a bibliography entry: ``bibtex_cite_id: "cite-{key}"`` in _config.yml."""
-    return label_id(f"cite-{key}")
-
-
 # ---------------------------------------------------------------------------------------------------
 # what the chapters can refer to: labels, pages, glossary terms, bibliography entries
 
@@ -157,30 +152,25 @@ def _author_names(field: str) -> str:
 def load_book(extra: list[Path] = ()) -> Book:
     """Index the chapters, the prose pages, the glossary and the bibliography. ``extra`` names chapters
     being converted: those kept outside lessons/ (a test fixture) are indexed as chapters too."""
-    base = ROOT
     url, _ = repository()
     owner_repo = url.removeprefix("https://github.com/")
     book = Book(base=pages_url(url),
                 raw_base=f"https://raw.githubusercontent.com/{owner_repo}/{release_ref()}")
     pages = sorted(BOOK.glob("*.md")) + chapters()
     for path in pages:
-        index_document(book, path.relative_to(base).with_suffix("").as_posix(), _markdown_sources(path))
+        index_document(book, path.relative_to(ROOT).with_suffix("").as_posix(), _markdown_sources(path))
     for path in extra:  # a chapter kept elsewhere (a test fixture) reads as one of lessons/
         if path.resolve().parent != LESSONS:
             index_document(book, f"lessons/{path.stem}", _markdown_sources(path))
-    glossary = base / "book" / "glossary.md"
-    if glossary.is_file():
-        for block in parse_blocks(glossary.read_text(encoding="utf-8")):
-            if block.kind == "directive" and block.directive.name == "glossary":
-                for line in block.directive.body:
-                    if line.strip() and not line[0].isspace():
-                        book.terms[line.strip().lower()] = term_id(line.strip())
-    bib = base / "book" / "references.bib"
-    if bib.is_file():
-        text = bib.read_text(encoding="utf-8")
-        for m in re.finditer(r"^@\w+\{([^,\s]+),(.*?)(?=^@|\Z)", text, re.M | re.S):
-            book.bib.append(m.group(1))
-            author = re.search(r"^\s*author\s*=\s*[{\"](.+?)[}\"]\s*,?\s*$", m.group(2), re.M | re.I)
-            if author:
-                book.authors[m.group(1)] = _author_names(author.group(1))
+    for block in parse_blocks((BOOK / "glossary.md").read_text(encoding="utf-8")):
+        if block.kind == "directive" and block.directive.name == "glossary":
+            for line in block.directive.body:
+                if line.strip() and not line[0].isspace():
+                    book.terms[line.strip().lower()] = term_id(line.strip())
+    text = (BOOK / "references.bib").read_text(encoding="utf-8")
+    for m in re.finditer(r"^@\w+\{([^,\s]+),(.*?)(?=^@|\Z)", text, re.M | re.S):
+        book.bib.append(m.group(1))
+        author = re.search(r"^\s*author\s*=\s*[{\"](.+?)[}\"]\s*,?\s*$", m.group(2), re.M | re.I)
+        if author:
+            book.authors[m.group(1)] = _author_names(author.group(1))
     return book

@@ -101,10 +101,8 @@ ALL_RUN = f"""(() => {{ const p = {PANEL}; const k = p.sessionContext.session.ke
 
 @contextmanager
 def lab_notebook(browser, lab: "LabServer", stem: str, failure_png: Path | None = None):
-    """notebooks/<stem>.ipynb opened in ``lab`` in a new 1280 x 900 tab, its kernel idle: yields (page, visit).
-    ?reset gives a fresh workspace, not the previous tab's open notebooks; the visit aborts and records
-    requests off localhost, and console errors too. An exception inside saves a screenshot to
-    ``failure_png`` (when given) before it goes on; the tab closes either way."""
+    """notebooks/<stem>.ipynb opened in ``lab`` in a new 1280 x 900 tab (a fresh workspace), its kernel idle:
+    yields (page, visit). An exception inside saves a screenshot to ``failure_png``, when given."""
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     page = context.new_page()
     visit = PageVisit(page, lab.url(f"lab/tree/notebooks/{stem}.ipynb?reset"))
@@ -129,13 +127,9 @@ def run_all_cells(page, timeout_s: float) -> None:
     page.wait_for_function(ALL_RUN, timeout=timeout_s * 1000)
 
 class LabServer:
-    """``jupyter lab`` from this environment, headless on a free port of 127.0.0.1, serving a copy of
-    ``notebooks`` (a folder) from ``home/root/notebooks``, with its settings, runtime files and log
-    (``home/server.log``) in ``home`` too, so it never writes into the repository or the user's Jupyter
-    folders. A random token guards it (``url(path)`` adds it); ``--expose-app-in-browser`` lets a script
-    drive ``window.jupyterapp``. Use it as a context manager: it stops the server on exit.
-    Raises RuntimeError with the end of the server's log when the server exits or does not answer in
-    ``timeout`` seconds."""
+    """``jupyter lab`` from this environment, headless on a free port of 127.0.0.1 behind a random token,
+    serving a copy of ``notebooks`` with its settings, runtime files and log all in ``home``. A context
+    manager; RuntimeError with the end of the log when the server exits or does not answer in time."""
 
     def __init__(self, home: Path, notebooks: Path, timeout: float = 90.0):
         self.home, self.notebooks, self.timeout = Path(home), Path(notebooks), timeout

@@ -11,7 +11,6 @@ the machine or the clock, and with no widget state: the book draws the explorers
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import sys
@@ -48,12 +47,8 @@ def bootstrap_source() -> str:
 
 
 def launch_links(path: Path) -> dict[str, str]:
-    """The hosted page of one chapter, and the Binder and Colab addresses of its launch notebook.
-
-    ``path`` is the chapter, ``lessons/NN_slug.ipynb``; Binder (in JupyterLab) and Colab open
-    ``notebooks/NN_slug.ipynb``, its plain-Markdown copy (course/launch_notebooks.py), at the release tag
-    :func:`release_ref`, so a link handed out for a term keeps opening the same notebook.
-    """
+    """The hosted page of the chapter ``path``, and the Binder and Colab addresses of its launch notebook at
+    the release tag, so a link handed out for a term keeps opening the same notebook."""
     url, _ = repository()
     slug = url.removeprefix("https://github.com/")
     rel = path.relative_to(ROOT).as_posix()
@@ -130,11 +125,8 @@ def sync(nb: nbformat.NotebookNode) -> bool:
 
 
 def normalize(nb: nbformat.NotebookNode, stem: str) -> None:
-    """Drop what depends on the machine, the clock or the run; give cells stable ids.
-
-    No widget is stored: an explorer's output keeps its text, its picture for front ends without widgets and
-    its config (the book draws it from the config), and the widget view's model id, new at every run, goes.
-    """
+    """Drop what depends on the machine, the clock or the run (the widget view's model id too: an explorer's
+    output keeps its text, picture and config); give cells stable ids."""
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
     nb.metadata["language_info"] = {"name": "python", "pygments_lexer": "ipython3"}
     for key in ("colab", "vscode", "papermill", "toc", "widgets"):

@@ -11,41 +11,20 @@ import importlib
 import sys
 
 from course import launch_notebooks, student_edition
-from course.book_index import LaunchError, load_book
-from course.layout import STUDENT, chapters, shown
-
-
-def _launch_arguments(parser) -> None:
-    parser.add_argument("--check", action="store_true", help="only report whether notebooks/ is stale")
-    parser.add_argument("--no-student", action="store_true", help="skip the student editions")
+from course.book_index import LaunchError
+from course.layout import STUDENT, chosen_chapters, shown
 
 
 def _launch(args) -> int:
-    """notebooks/ from lessons/ (or, with ``--check``, whether it is stale), then the student editions."""
-    if not chapters():
-        print("no chapters found under lessons/", file=sys.stderr)
-        return 1
+    """notebooks/ from lessons/, then the student editions."""
+    chosen_chapters(None)  # stops, saying so, when lessons/ holds no chapter
     try:
-        book = load_book()
-        if args.check:
-            out_of_date = launch_notebooks.stale(book)
-            if out_of_date:
-                print("launch notebooks out of date with lessons/: " + ", ".join(out_of_date)
-                      + "\nrun `make launch` and commit notebooks/", file=sys.stderr)
-                return 1
-            return 0
-        for path in launch_notebooks.write(book):
+        for path in launch_notebooks.write():
             print(f"wrote {shown(path)}" if path.exists() else f"removed {shown(path)}")
-        if not args.no_student:
-            for target in student_edition.build(chapters(), STUDENT, book=book):
-                print(f"wrote {shown(target)} and {target.with_suffix('.zip').name}")
     except LaunchError as exc:
         print(f"launch notebooks cannot be made:\n{exc}", file=sys.stderr)
         return 1
-    except student_edition.StudentEditionError as exc:  # names the notebook and cell
-        print(f"student edition not written:\n{exc}", file=sys.stderr)
-        return 1
-    return 0
+    return student_edition.run(argparse.Namespace(chapters=[], out=STUDENT))
 
 
 # command: (module that holds add_arguments and run, one line of help); a module named "." is this one
@@ -65,7 +44,7 @@ COMMANDS = {
     "bench-keypress": ("bench.keypress", "keypress to painted picture, in JupyterLab and in the built book"),
     "bench-checks": ("bench.checks", "every chapter's check on a right answer, against another copy of the checks"),
 }
-LOCAL = {"launch": (_launch_arguments, _launch)}
+LOCAL = {"launch": (lambda parser: None, _launch)}
 
 
 def parser() -> argparse.ArgumentParser:

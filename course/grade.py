@@ -3,13 +3,9 @@
     python -m course grade CHAPTER SUBMISSIONS_DIR --out DIR [--seed N] [--timeout S] [--memory GiB] [--jobs N]
     make grade CHAPTER=05_one_head SUBMISSIONS=submissions/ OUT=grades/
 
-CHAPTER is a chapter's name (``05_one_head``) or number (``5``); SUBMISSIONS_DIR holds ``NAME.ipynb`` or
-``NAME/CHAPTER.ipynb`` per student. It writes ``DIR/gradebook.csv`` (a row per submission), ``DIR/feedback/``
-(each exercise's points and its check's message) and ``DIR/logs/`` (the end of what each notebook printed).
 Each submission runs in a sandbox (course/sandbox.py) and only answers the calls of a judge process
-(attention_lab/judge.py), which holds the seed and runs the checks; one that breaks anything scores 0
-with the reason in its row. Without bubblewrap the command refuses unless given ``--unsandboxed``.
-CONTRIBUTING.md ("Graded editions and the copy without solutions") has the rest.
+(attention_lab/judge.py). What it writes is in book/instructors.md; how it works in CONTRIBUTING.md
+("Graded editions and the copy without solutions").
 """
 
 from __future__ import annotations

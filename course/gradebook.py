@@ -1,14 +1,7 @@
 """Who handed in what, and the gradebook's text: every submission its own row, whatever its name (course/grade.py).
 
-A student's name is kept as the folder gives it, in Unicode: ``Zoé`` and ``Zoë`` are two students, and
-so are ``张伟`` and ``李娜``. Each row is keyed by its submission as found (``alice.ipynb``,
-``alice/05_one_head.ipynb``), so two submissions never share a row; two that carry one name (``alice.ipynb``
-beside ``alice/``), or names that differ only in how Unicode encodes them (NFC against NFD), are both
-graded and both flagged. Feedback and log files are named from an ASCII form of the name and a digest
-of the submission, so any name fits and none collide. Text that reaches the CSV, a feedback file or the
-console is made visible: control characters, terminal escapes and bidirectional overrides become
-``\\x1b``-style escapes, bytes of a name that are not UTF-8 become ``\\xff``, and a cell that a
-spreadsheet would run as a formula (``=``, ``+``, ``-``, ``@``) starts with ``'``.
+Each row is keyed by its submission as found (``alice.ipynb``, ``alice/05_one_head.ipynb``); names, flags
+and the escaping of what reaches a CSV or a terminal are described in book/instructors.md.
 """
 
 from __future__ import annotations

@@ -2,13 +2,9 @@
 
     python -m course graded [--out DIR] [--no-run-tests] [lessons/NN_slug.ipynb ...]
 
-Under ``graded/NN_slug/``: ``student/NN_slug.ipynb`` (the student edition with a note on what is graded),
-``autograder/NN_slug-autograder.zip`` (for Gradescope; its ``run_otter.py`` grades with the judge,
-:func:`use_judge`) and ``autograder/NN_slug.ipynb`` (the solutions otter grades to prove the autograder).
-Each coding exercise is a question "Exercise N.k" worth one point whose test calls the exercise's checks on
-``checks.fresh()`` with ``strict=True``. The chapter becomes an otter v1 master notebook
-(:func:`master_notebook`): raw cells open and close each question, its solution and its tests.
-CONTRIBUTING.md ("Graded editions and the copy without solutions") has the rest.
+Under ``graded/NN_slug/``: ``student/NN_slug.ipynb`` and ``autograder/NN_slug-autograder.zip``, which
+grades with the judge (:func:`use_judge`). The chapter becomes an otter v1 master notebook
+(:func:`master_notebook`); CONTRIBUTING.md ("Graded editions and the copy without solutions") has the rest.
 """
 
 from __future__ import annotations
@@ -119,12 +115,8 @@ def _calls(source: str) -> list[Check]:
 
 
 def questions(lesson: Lesson, student) -> tuple[list[Question], list[str]]:
-    """The coding exercises of a chapter as questions, and the names of its other exercises.
-
-    ``lesson`` is the chapter as read once (:func:`course.lesson.read_lesson`): each exercise's stubs,
-    solution cells and check cells. ``student`` is its student edition in plain Markdown, which keeps the
-    chapter's cell ids: a question's stub and check are found there by id.
-    """
+    """The coding exercises of a chapter as questions, and the names of its other exercises. A question's stub
+    and check are found by id in ``student``, the student edition, which keeps the chapter's cell ids."""
     demos = demonstrations(lesson.nb)
     at = {cell.get("id"): i for i, cell in enumerate(student.cells)}
     found: list[Question] = []
@@ -173,11 +165,6 @@ def test_source(question: Question) -> str:
         arguments = f"{check.arguments}, strict=True" if check.arguments else "strict=True"
         lines.append(f"    graded.{check.name}({arguments})")
     return "\n".join(lines)
-
-
-def answer_source(stub: str, solution: str) -> str:
-    """The stub as the learner gets it, then the solution, which otter keeps out of the student notebook."""
-    return f"{stub}\n# BEGIN SOLUTION NO PROMPT\n{solution}\n# END SOLUTION"
 
 
 def requirements() -> list[str]:
@@ -275,7 +262,8 @@ def master_notebook(lesson, stem: str, book, name: str | None = None):
             question = {"name": q.name, "points": POINTS, "check_cell": False}
             cells.append(_raw("# BEGIN QUESTION\n" + yaml.safe_dump(question, sort_keys=False).strip()))
             cells.append(_raw("# BEGIN SOLUTION"))
-            cell.source = answer_source(cell.source, q.solution)
+            # the stub as the learner gets it, then the solution, which otter keeps from the student notebook
+            cell.source = f"{cell.source}\n# BEGIN SOLUTION NO PROMPT\n{q.solution}\n# END SOLUTION"
             cells += [cell, _raw("# END SOLUTION")]
         elif index in by_check:
             q = by_check[index]
@@ -413,8 +401,6 @@ def _older(stem: str, seed: int, scratch: Path, log) -> list:
     except releases.ReleaseError as exc:
         log(f"{stem}: the zip grades v{releases.UNMARKED}'s handouts by this release's rules ({exc})")
         return []
-
-
 
 def add_arguments(parser) -> None:
     parser.add_argument("--out", type=Path, default=OUT, help="output folder (default: graded/)")

@@ -1,11 +1,8 @@
 """Launch buttons that open the launch notebooks, and a table of every chapter's launch links.
 
-sphinx-book-theme makes a chapter's Binder and Colab buttons from its MyST source; this extension points
-them at ``notebooks/NN_slug.ipynb`` at the release tag, with the addresses of ``launch_links`` in
-course/chapters.py (which the README's table and ``{launch-links}``, the instructors' page's table, use
-too), and writes the launch notebook over the page's copied source, which the download menu serves. Its
-entry in _config.yml (``course.launch_buttons: .``) also puts the repository's root on the build's path,
-so the extensions in book/_ext can import ``course``.
+The addresses are ``launch_links`` of course/chapters.py, as in the README's table. Its entry in
+_config.yml (``course.launch_buttons: .``) also puts the repository's root on the build's path, so the
+extensions in book/_ext can import ``course``.
 """
 
 from __future__ import annotations

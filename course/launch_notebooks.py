@@ -1,7 +1,6 @@
 """Write the launch notebooks: every chapter in plain Markdown, for Colab, Binder and JupyterLab.
 
     python -m course launch            # write notebooks/NN_slug.ipynb and the student editions
-    python -m course launch --check    # exit 1 if notebooks/ is not what lessons/ gives
 
 What the conversion does to labels, roles, exercises, solutions, the bootstrap cell and the outputs is
 listed in CONTRIBUTING.md ("Launch notebooks and student editions"). A construct it does not know stops
@@ -240,30 +239,26 @@ def launch_notebook(path: Path, book: Book | None = None):
 # ---------------------------------------------------------------------------------------------------
 # notebooks/ as a whole
 
-def launch_files(book: Book | None = None) -> dict[Path, str]:
-    """What notebooks/ should hold: each chapter's launch notebook, as the text to write."""
-    book = book or load_book()
-    return {LAUNCH / path.name: as_text(launch_notebook(path, book)) for path in chapters()}
-
-
-def _differences(wanted: dict[Path, str]) -> tuple[list[Path], list[Path]]:
-    """The files of ``wanted`` that are missing or differ, and the notebooks in notebooks/ it does not name."""
+def _differences() -> tuple[dict[Path, str], list[Path], list[Path]]:
+    """What notebooks/ should hold (each chapter's launch notebook, as text), the files of it that are missing
+    or differ, and the notebooks in notebooks/ that no chapter gives."""
+    book = load_book()
+    wanted = {LAUNCH / path.name: as_text(launch_notebook(path, book)) for path in chapters()}
     changed = [path for path, text in wanted.items()
                if not path.is_file() or path.read_text(encoding="utf-8") != text]
-    return changed, [path for path in sorted(LAUNCH.glob("*.ipynb")) if path not in wanted]
+    return wanted, changed, [path for path in sorted(LAUNCH.glob("*.ipynb")) if path not in wanted]
 
 
-def stale(book: Book | None = None) -> list[str]:
+def stale() -> list[str]:
     """The files in notebooks/ that differ from what the chapters give, are missing or have no chapter."""
-    changed, orphans = _differences(launch_files(book))
+    _, changed, orphans = _differences()
     return [shown(path) for path in changed] + [f"{shown(path)} (no chapter in lessons/ has this name)"
                                                for path in orphans]
 
 
-def write(book: Book | None = None) -> list[Path]:
+def write() -> list[Path]:
     """Write notebooks/ from lessons/; remove launch notebooks whose chapter is gone. Return changed files."""
-    wanted = launch_files(book)
-    changed, orphans = _differences(wanted)
+    wanted, changed, orphans = _differences()
     LAUNCH.mkdir(exist_ok=True)
     for path in changed:
         path.write_text(wanted[path], encoding="utf-8")

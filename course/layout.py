@@ -40,16 +40,15 @@ def shown(path: Path) -> str:
         return str(path)
 
 
-def chapters(paths: list[str] | None = None) -> list[Path]:
-    """The chapter files named on a command line, or every chapter ``lessons/NN_*.ipynb``."""
-    if paths:
-        return [Path(p).resolve() for p in paths]
+def chapters() -> list[Path]:
+    """Every chapter, ``lessons/NN_*.ipynb``."""
     return sorted(LESSONS.glob("[0-9][0-9]_*.ipynb"))
 
 
 def chosen_chapters(paths: list[str] | None) -> list[Path]:
-    """:func:`chapters` for a command: stops, saying where it looked, when there is none."""
-    found = chapters(paths)
+    """The chapter files named on a command line, or every chapter; stops, saying where it looked, when
+    there is none."""
+    found = [Path(p).resolve() for p in paths] if paths else chapters()
     if not found:
         raise SystemExit(f"no chapters found under {shown(LESSONS)}")
     return found

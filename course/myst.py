@@ -193,10 +193,8 @@ def split_title(content: str) -> tuple[str | None, str]:
     """A role's ``title <target>`` as (title, target), or (None, target) without a title."""
     content = " ".join(content.split())
     m = TITLED.match(content)
-    if m and m.group("title"):
-        return m.group("title"), m.group("target").strip()
     if m:
-        return None, m.group("target").strip()
+        return m.group("title") or None, m.group("target").strip()
     return None, content
 
 

@@ -15,9 +15,8 @@ from course.layout import shown
 
 
 class NotebookError(SystemExit):
-    """A file that is not a readable notebook. A SystemExit whose message is one line naming the file, the
-    problem and the fix: every tool's command line (and a tool run from another, as `check` runs
-    launch_notebooks) prints that line and exits 1, with no traceback and no handler of its own."""
+    """A file that is not a readable notebook: a SystemExit, so every tool's command line prints its one line
+    and exits 1, with no traceback and no handler of its own."""
 
 
 def _json_problem(text: str, exc: json.JSONDecodeError) -> str:
@@ -47,8 +46,7 @@ def parse_notebook(text: str, name: str) -> nbformat.NotebookNode:
 
 
 def read_notebook(path: Path) -> nbformat.NotebookNode:
-    """The one way the tools read a notebook: a malformed file stops with one line naming it
-    (:class:`NotebookError`), never with nbformat's traceback."""
+    """The one way the tools read a notebook (:class:`NotebookError` for a malformed file)."""
     try:
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import posixpath
 import re
 
-from course.book_index import Book, LaunchError, Target, chapter_number, cite_id, label_id
+from course.book_index import Book, LaunchError, Target, chapter_number, label_id
 from course.myst import (DEFINITION, HEADING, Block, Directive, code_span, footnotes, link_text, parse_blocks,
                          roles, split_title)
 
@@ -96,8 +96,8 @@ class Converter:
             for key in keys:
                 if key not in self.book.bib:
                     self.fail(f"{{{name}}}`{content}`: `{key}` is not in book/references.bib")
-                links.append(f"[{self.book.bib.index(key) + 1}]"
-                             f"({self.book.page('book/bibliography')}#{cite_id(key)})")
+                links.append(f"[{self.book.bib.index(key) + 1}]"  # the ids of `bibtex_cite_id` in _config.yml
+                             f"({self.book.page('book/bibliography')}#{label_id(f'cite-{key}')})")
             numbers = r"\[" + ", ".join(links) + r"\]"
             if name == "cite:t":
                 names = [self.book.authors.get(k, k) for k in keys]
@@ -262,7 +262,6 @@ def quote(lines: list[str]) -> list[str]:
 def _tidy(text: str) -> str:
     """No runs of blank lines, none at either end."""
     return re.sub(r"\n{3,}", "\n\n", re.sub(r"[ \t]+\n", "\n", text)).strip("\n")
-
 
 
 def fenced(text: str, language: str) -> str:

@@ -33,8 +33,7 @@ class ReleaseError(Exception):
 def parse(version: str) -> tuple[int, int, int]:
     if not VERSION.fullmatch(version):
         raise ReleaseError(f"version {version!r} is not of the form X.Y.Z (three numbers, e.g. 0.2.0)")
-    major, minor, patch = map(int, version.split("."))
-    return major, minor, patch
+    return tuple(map(int, version.split(".")))
 
 
 def read_version(path: Path, pattern: re.Pattern) -> str:

@@ -1,14 +1,8 @@
 """The rules a notebook is graded by: this course's, or those of the release its graded edition belongs to.
 
-A graded edition (course/graded_edition.py) carries a mark in its metadata, ``attention_lab.graded``:
-the release it was built from (``0.2.0+d0d99de4a1b2``: the version, and the commit when the tree is not
-the release itself; ``v0.2.0`` when it is) and a fingerprint of its rules (the chapter's graded
-questions and the source of the checks). ``course/grade.py`` grades a notebook whose fingerprint is
-this course's by this course's rules. Another release's notebook is graded by that release's rules,
-taken from git (its tag ``vX.Y.Z``, the commit ``make release`` made, or the commit its mark names):
-its package extracted into a scratch folder and its questions read by its own code; when git does not
-have it, the notebook is refused in one line that says where to grade it. v0.2.0's handouts carry no
-mark: they are graded by v0.2.0's rules, and every such row says so.
+A graded edition carries a mark in its metadata, ``attention_lab.graded``: the release it was built from
+(``0.2.0+d0d99de4a1b2``, or ``v0.2.0`` for the release itself) and a fingerprint of its rules. Another
+release's rules come from git (book/instructors.md, "What a student submits, and what comes back").
 """
 
 from __future__ import annotations
@@ -20,7 +14,7 @@ import json
 import subprocess
 import sys
 import tarfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from course.layout import ROOT, version
@@ -54,8 +48,6 @@ class Rules:
     root: Path
     spec: dict  # graded_edition.judge_spec: chapter, seed, questions, timeout
     fingerprint: str
-    flag: str = ""  # what every row graded by these rules says, when they are not the course's own
-    notes: list[str] = field(default_factory=list)
 
 
 def _git(repo: Path, *args: str, binary: bool = False):

@@ -1,17 +1,8 @@
 """The bubblewrap sandbox a submitted notebook runs in (used by course/grade.py, through the judge).
 
-What the sandbox sees (``bwrap``, Debian's ``bubblewrap``): the system's ``/usr`` (and the ``/bin``,
-``/lib`` links into it), a few files of ``/etc``, the Python environment and the package of the rules
-it is graded by (``attention_lab/``), all read-only; the grader's own two files that answer the judge
-(``observe.py``, ``wire.py``), read-only, under :data:`INSIDE`\\ ``/grader``; a private ``/tmp`` of at
-most :data:`TMP_SIZE`, in memory, gone with the sandbox; its own ``/proc`` and ``/dev``. Nothing else
-of the machine exists for it: not the folder of submissions, the gradebook, the grading spec or its
-seed, not the grader's command line; no folder of the machine is writable, so what it writes costs
-the machine nothing once it ends. Its notebook and every input come over one socket from the judge. It
-gets no network (``--unshare-all``: its own network, process, user, IPC and hostname namespaces), no
-capabilities, and cannot make user namespaces of its own. Its processes die with it
-(``--die-with-parent``, and the process namespace ends with its first process). Limits (``prlimit``):
-address space (:data:`MEMORY`), size of a file written (:data:`FILE_SIZE`), no core files.
+What it sees and what it may do are in book/instructors.md ("What is defended, and what is not"): the
+system, the Python environment and the rules' package read-only, the judge's files under
+:data:`INSIDE`\\ ``/grader``, a private ``/tmp`` in memory; no network; limits set by ``prlimit``.
 """
 
 from __future__ import annotations

@@ -79,9 +79,7 @@ def _read_after(nb, index: int, *, solutions: bool) -> set[str] | None:
 
 def demonstrations(nb) -> set[int]:
     """Solution code cells that only demonstrate: define no function or class, change nothing a later cell
-    reads, and print text only. Running one would print its answer under its folded title (JupyterLab shows
-    a cell's outputs again when it runs it, Colab shows a form's outputs), and nothing needs it to run, so
-    such a cell goes inside the solution's ``<details>``, with the output the book shows."""
+    reads, and print text only; each goes inside the solution's ``<details>``, with its stored output."""
     found = set()
     for i, cell in enumerate(nb.cells):
         if cell.cell_type != "code" or SOLUTION not in cell.metadata.get("tags", []):
@@ -115,14 +113,8 @@ def _silent_last(node: ast.AST) -> bool:
 
 
 def split_solution(cell, nb, index: int, where: str) -> tuple[str, str]:
-    """A solution code cell as (what its form cell runs, what only shows), so that the form prints nothing.
-
-    The top-level statements that print or display (a call of print() or display(), or a last expression
-    that calls nothing) go to the shown part, which :func:`_demonstration_markdown` folds with the output the
-    book stores; everything else stays, in order, and a last expression that stays ends with ``;``, so
-    IPython does not display it. A shown statement may bind no name that a later statement or cell reads:
-    the form cell must still run alone and set all that the rest of the notebook needs.
-    """
+    """A solution code cell as (what its form cell runs, what only shows), so that the form prints nothing
+    (the rule is in CONTRIBUTING.md, "Launch notebooks and student editions")."""
     try:
         body = ast.parse(cell.source).body
     except SyntaxError:

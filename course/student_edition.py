@@ -2,11 +2,9 @@
 
     python -m course student [--out student] [lessons/NN_slug.ipynb ...]
 
-For each `lessons/NN_slug.ipynb`, `<out>/NN_slug.ipynb` and a zip holding it: cells tagged `solution` go,
-with the markdown cells that hold only their `{solution-start}` / `{solution-end}` markers and the prose
-between them; stubs lose `remove-cell`; outputs and widget state are cleared. Then the launch notebooks'
-conversion (course/launch_notebooks.py) makes it plain Markdown. A notebook that breaks the exercise
-pattern (CONTRIBUTING.md, "Exercises") stops the command, naming the notebook and the cell.
+For each `lessons/NN_slug.ipynb`, `<out>/NN_slug.ipynb` and a zip holding it: the solutions go, stubs
+lose `remove-cell`, outputs are cleared, then the launch notebooks' conversion makes it plain Markdown. A
+notebook that breaks the exercise pattern (CONTRIBUTING.md, "Exercises") stops the command.
 """
 
 from __future__ import annotations
@@ -171,18 +169,12 @@ def write_zip(notebook: Path, archive: Path) -> None:
 
 
 def student_notebook(nb: nbformat.NotebookNode, stem: str, name: str = "notebook", book=None):
-    """The student edition as learners get it: :func:`make_student_notebook`, then in plain Markdown.
-
-    ``book`` is the index of labels, terms and references (``load_book()``, read when
-    not given). Raises :class:`StudentEditionError` for a broken exercise pattern and
-    ``launch_notebooks.LaunchError`` for markup the conversion cannot write.
-    """
+    """The student edition as learners get it: :func:`make_student_notebook`, then in plain Markdown."""
     student = make_student_notebook(nb, name=name)
-    return launch_notebooks.plain_notebook(student, stem, book or load_book(),
-                                           student=True, name=name)
+    return launch_notebooks.plain_notebook(student, stem, book or load_book(), student=True, name=name)
 
 
-def build(paths: list[Path], out: Path, book=None) -> list[Path]:
+def build(paths: list[Path], out: Path) -> list[Path]:
     """Check every notebook first, then write each student notebook and its zip; return the notebooks."""
     editions, errors = [], []
     for path in paths:
@@ -194,7 +186,7 @@ def build(paths: list[Path], out: Path, book=None) -> list[Path]:
             errors.append(str(exc))
     if errors:
         raise StudentEditionError("\n".join(errors))
-    book = book or load_book(extra=paths)
+    book = load_book(extra=paths)
     # in plain Markdown, as student_notebook() makes it (plain_notebook validates what it returns)
     editions = [(path, launch_notebooks.plain_notebook(student, path.stem, book, student=True, name=shown(path)))
                 for path, student in editions]

@@ -39,12 +39,10 @@ LOG_EVERY = 100
 THREADS = 1
 
 
-def progress_bar(label: str, width: int = 30, stream=sys.stderr):
-    """A progress callback for :func:`attention_lab.training.train` that draws a bar on ``stream``.
-
-    On a terminal the bar is redrawn in place; elsewhere (a CI log) one line is written per tenth.
-    """
-    start = time.perf_counter()
+def progress_bar(label: str, width: int = 30):
+    """A progress callback for :func:`attention_lab.training.train` that draws a bar on stderr: on a
+    terminal redrawn in place, elsewhere (a CI log) one line a tenth."""
+    start, stream = time.perf_counter(), sys.stderr
     live = stream.isatty()
 
     def show(step: int, steps: int, loss: float) -> None:
@@ -76,7 +74,7 @@ def fit(kind: str, args, train_ids, val_ids, quiet: bool):
     untrained = {name: t.clone() for name, t in model.state_dict().items()}
     before = training.validation_loss(model, val_ids)
     start = time.perf_counter()
-    lr = args.bigram_lr if kind == "bigram" else args.head_lr
+    lr = LR["bigram" if kind == "bigram" else "head"]
     curve = training.train(model, args.steps, args.batch_size, lr, args.seed, data=train_ids,
                            log_every=args.log_every, val=val_ids,
                            progress=None if quiet else progress_bar(kind))
@@ -99,17 +97,13 @@ def add_arguments(parser) -> None:
     parser.add_argument("--out", type=Path, default=DATA, help="folder to write into (default: %(default)s)")
     parser.add_argument("--steps", type=int, default=STEPS)
     parser.add_argument("--batch-size", type=int, default=BATCH_SIZE)
-    parser.add_argument("--head-lr", type=float, default=LR["head"])
-    parser.add_argument("--bigram-lr", type=float, default=LR["bigram"])
     parser.add_argument("--seed", type=int, default=SEED)
     parser.add_argument("--log-every", type=int, default=LOG_EVERY)
-    parser.add_argument("--threads", type=int, default=THREADS)
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
 def run(args) -> int:
-
-    torch.set_num_threads(args.threads)
+    torch.set_num_threads(THREADS)
     train_ids, val_ids = text.split()
     packed = resources.files("attention_lab").joinpath(text.FILE).read_bytes()
     start = time.perf_counter()
@@ -141,7 +135,7 @@ def run(args) -> int:
         "multi": {"sizes": {"vocab_size": len(text.vocab()), "C": training.C, "n_head": training.N_HEAD,
                             "block_size": training.BLOCK_SIZE}, **results["multi"][2]},
         "wall_time_s": round(wall, 1),
-        "threads": args.threads,
+        "threads": THREADS,
         "torch": torch.__version__,
     }
     states = {training.HEAD_FILE: results["head"][1].state_dict(), training.UNTRAINED_FILE: results["head"][0],
@@ -159,8 +153,7 @@ def run(args) -> int:
           f"identity {log['identity']['val_loss']:.3f}, residual {log['residual']['val_loss']:.3f}, "
           f"multi-head {log['multi']['val_loss']:.3f} "
           f"(untrained head {head['val_loss_untrained']:.3f})")
-    threads = f"{args.threads} thread{'s' if args.threads != 1 else ''}"
-    print(f"trained in {wall:.0f} s on {threads}; wrote {size / 1e6:.2f} MB into {args.out}")
+    print(f"trained in {wall:.0f} s on {THREADS} thread; wrote {size / 1e6:.2f} MB into {args.out}")
     if not head["val_loss"] < bigram["val_loss"]:
         print("the head model did not beat the bigram: check the hyperparameters", file=sys.stderr)
         return 1

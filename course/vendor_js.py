@@ -46,10 +46,6 @@ def npm_ci_if_needed() -> bool:
     return True
 
 
-def package_version(package: str) -> str:
-    return json.loads((NODE_MODULES / package / "package.json").read_text())["version"]
-
-
 def copy_all() -> dict:
     if VENDOR.exists():
         shutil.rmtree(VENDOR)
@@ -65,7 +61,8 @@ def copy_all() -> dict:
             shutil.copy2(source, target)
     manifest = {
         "katex_css": KATEX_CSS,
-        "versions": {p: package_version(p) for p in sorted({c[0] for c in COPIES})},
+        "versions": {p: json.loads((NODE_MODULES / p / "package.json").read_text())["version"]
+                     for p in sorted({c[0] for c in COPIES})},
     }
     MANIFEST.write_text(json.dumps(manifest, indent=2) + "\n")
     return manifest

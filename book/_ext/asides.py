@@ -1,8 +1,5 @@
-"""Closed asides that hold code cells: ``{aside-start} Title`` ... ``{aside-end}``, in cells of their own.
-
-As sphinx-exercise's gated solutions do, every cell between the two markers (markdown, code, outputs)
-goes into one closed ``dropdown`` admonition with the start marker's title. The build stops on an aside
-not closed in its section, or closed twice; the launch notebooks show the markers as lines.
+"""Closed asides that hold code cells: ``{aside-start} Title`` ... ``{aside-end}`` (CONTRIBUTING.md, "Closed
+asides"), folded into one ``dropdown`` admonition as sphinx-exercise folds its gated solutions.
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
 """A build of the book without solutions: ``BOOK_SOLUTIONS=hidden`` (``make book-without-solutions``).
 
-With ``BOOK_SOLUTIONS=hidden`` (or ``course_solutions: hidden`` in _config.yml's ``sphinx: config:``) the
-pages keep the exercises and their checks and lose every solution: a transform at priority 11, right after
-sphinx-exercise's ``MergeGatedSolutions`` has gathered each gated solution into one node, removes them
-(sphinx-exercise's own ``hide_solutions`` crashes on gated solutions); page sources are not copied and
-the download button is off; an output folder built in the other mode is emptied first, and the mode is
-written to ``.solutions`` there for the deploy workflow to check.
+Also ``course_solutions: hidden`` in _config.yml's ``sphinx: config:``; CONTRIBUTING.md ("Graded editions
+and the copy without solutions") says what it does. The mode is written to ``.solutions`` in the output
+folder for the deploy workflow to check.
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
 """Stop the build when a notebook page would publish broken code, a stored error or a malformed file.
 
-The book publishes the committed outputs without running them, so before the pages are read every
-notebook page is checked, one error line a problem naming the file, the cell, the problem and the fix: a
-code cell that does not parse as Python (IPython magics transformed first), a stored ``error`` output, a
-file that is not a readable notebook (then read as a one-cell placeholder, so every problem is reported).
-A cell tagged ``raises-exception`` passes. Here rather than in ``python -m course check`` so that every
+What is refused is in CONTRIBUTING.md ("Building and testing"). A malformed file is read as a one-cell
+placeholder, so every problem is reported. Here rather than in ``python -m course check`` so that every
 build, a bare ``jupyter-book build .`` and an incremental one included, stops; without ``-W`` the build
 still exits 1.
 """

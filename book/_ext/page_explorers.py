@@ -16,9 +16,8 @@ from pathlib import Path
 
 import page_questions  # book/_ext: a config with "question" is one of the chapters' questions
 
-from attention_lab.explorers import view
+from attention_lab.explorers import PAGE_KEY, view
 
-PAGE_KEY = "attention_lab_page"  # attention_lab.explorers.PAGE_KEY
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 SCRIPT, STYLE = "engine/explorers.js", "engine/explorers.css"
 MARK = 'class="attention-explorer"'

@@ -1,13 +1,8 @@
 """The chapters' questions in the hosted page: predict, then check, with no kernel.
 
-A question cell (``attention_lab.questions.ask``) stores its answers in its output's metadata under the
-explorers' key, ``attention_lab_page``, with ``"question"`` where an explorer's config has ``"explorer"``.
-``page_explorers.to_page`` swaps that output for :func:`question_html` when Sphinx reads the chapter,
-hides the cell's code (:func:`hide_source`), and calls :func:`drop_kernel_checks`, which removes the cells tagged ``question-check`` (the kernel's
-``answer = None`` and ``questions.check(...)``: the page answers instead). ``engine/questions.js``
-builds the form from the JSON and matches the reader's answer against it; ``page_explorers`` adds it, and
-its stylesheet, to the pages that hold a question. The answers are in the page's source, never in its
-visible text before the reader answers; the note under each question says so.
+``page_explorers.to_page`` swaps a question's output for :func:`question_html`, hides its code and drops
+the ``question-check`` cells (CONTRIBUTING.md, "Questions answered in the page"); ``engine/questions.js``
+answers it. The answers are in the page's source, never in its visible text before the reader answers.
 """
 
 from __future__ import annotations

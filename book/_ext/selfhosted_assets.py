@@ -63,12 +63,8 @@ def use_katex(app: Sphinx, config: Config, manifest: dict) -> None:
 
 
 def _start_server_process(cls, rundir: Path, timeout: float):
-    """sphinxcontrib-katex 0.9.11's KaTeXServer.start_server_process, patient with the socket.
-
-    It connects as soon as node's socket file exists, which node creates a moment before it listens:
-    on a busy machine the connection is refused and the build stops (seen here in two builds out of
-    three). Same command and timeout; a refused connection is retried until the timeout.
-    """
+    """sphinxcontrib-katex 0.9.11's KaTeXServer.start_server_process, with a refused connection retried until
+    the same timeout (CONTRIBUTING.md, "Page weight" in the design notes)."""
     import socket
     import subprocess
     import time

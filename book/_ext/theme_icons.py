@@ -1,12 +1,8 @@
 """Pages without pydata-sphinx-theme's `fontawesome.js`: its icons come from the theme's CSS and webfonts.
 
-pydata-sphinx-theme 0.17 writes `<script defer src="_static/scripts/fontawesome.js">` into every page's
-head (the `head_js_preload` macro of its layout, not a `script_files` entry an extension could drop). That
-script, 0.54 MB gzipped, holds every Font Awesome icon as SVG and swaps each `<i class="fa-...">` for one;
-the theme's CSS already draws the same icons from its Font Awesome webfonts, which every page loads
-anyway. book/_templates/layout.html passes the theme's `css` block through the filter below. If a theme
-upgrade stops emitting the script there, the filter finds nothing and the build stops: then delete the
-template and this extension, or point them at where the script went.
+book/_templates/layout.html passes the theme's `css` block through the filter below (CONTRIBUTING.md,
+"Page weight"). If a theme upgrade stops emitting the script there, the filter finds nothing and the
+build stops: then delete the template and this extension, or point them at where the script went.
 """
 
 from __future__ import annotations

@@ -4,11 +4,10 @@
     python -m course bench-keypress --baseline OTHER/_build/html   # the same presses on another build, beside
     python -m course bench-keypress --chapters 01,04 --presses 30 --no-lab
 
-Per chapter, the median and p90 (nearest rank) of the presses on its explorers' first slider (or typing in
-its text box), each timed from the keydown's time stamp to the frame painted after the engine's
-``explorer:painted`` event (static/engine/mount.js); a press waits for its picture before the next. Timing
-is never a test: it prints, and exits 1 when a limit is missed, a picture never came or a page has no
-explorer. CONTRIBUTING.md ("Keypress to picture") has the limits and the baseline's use.
+Per chapter, the median and p90 (nearest rank) of the presses, each timed from the keydown's time stamp to
+the frame painted after the engine's ``explorer:painted`` event (static/engine/mount.js). It exits 1 when a
+limit is missed, a picture never came or a page has no explorer. CONTRIBUTING.md ("Keypress to picture")
+has the limits and the baseline's use.
 """
 
 from __future__ import annotations
@@ -147,28 +146,23 @@ def lab_chapter(browser, lab: LabServer, stem: str, presses: int, wait_s: float)
     """Open notebooks/<stem>.ipynb in JupyterLab, run it, and time presses on its explorer."""
     try:
         with lab_notebook(browser, lab, stem) as (page, _):
-            return _time_lab_explorer(page, presses, wait_s)
+            try:
+                run_all_cells(page, RUN_ALL_S)
+            except Exception:  # noqa: BLE001  playwright's own TimeoutError: say so, time the other chapters
+                return Result(problem=f"its cells had not all run after {RUN_ALL_S} s")
+            errors = page.evaluate(f"""{PANEL}.content.widgets.filter(c => c.model.type === 'code')
+                .flatMap(c => c.model.outputs.toJSON()).filter(o => o.output_type === 'error')
+                .map(o => o.ename + ': ' + o.evalue)""")
+            if errors:
+                return Result(problem=f"the notebook raised: {errors[0][:60]}")
+            root = page.locator(".jp-OutputArea-output .attention-explorer[data-explorer]").first
+            if not root.count():
+                return Result(problem="no explorer rendered")
+            root.scroll_into_view_if_needed()
+            page.evaluate(_TIMER_JS)
+            return _time_root(page, root, presses, wait_s)
     except TimeoutError as err:
         return Result(problem=str(err))
-
-
-def _time_lab_explorer(page, presses: int, wait_s: float) -> Result:
-    """Run the open notebook's cells and time presses on its explorer (lab_chapter's body)."""
-    try:
-        run_all_cells(page, RUN_ALL_S)
-    except Exception:  # noqa: BLE001  playwright's own TimeoutError: say so, time the other chapters
-        return Result(problem=f"its cells had not all run after {RUN_ALL_S} s")
-    errors = page.evaluate(f"""{PANEL}.content.widgets.filter(c => c.model.type === 'code')
-        .flatMap(c => c.model.outputs.toJSON()).filter(o => o.output_type === 'error')
-        .map(o => o.ename + ': ' + o.evalue)""")
-    if errors:
-        return Result(problem=f"the notebook raised: {errors[0][:60]}")
-    root = page.locator(".jp-OutputArea-output .attention-explorer[data-explorer]").first
-    if not root.count():
-        return Result(problem="no explorer rendered")
-    root.scroll_into_view_if_needed()
-    page.evaluate(_TIMER_JS)
-    return _time_root(page, root, presses, wait_s)
 
 
 def _time_root(page, root, presses: int, wait_s: float) -> Result:

@@ -115,7 +115,6 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-
     html = Path(args.html).resolve()
     base = Path(args.baseline).resolve() if args.baseline else None
     for d in filter(None, (html, base)):
