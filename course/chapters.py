@@ -110,6 +110,20 @@ def sync_markers(path: Path, start: str, end: str, block: str, write: bool) -> b
     return new != text
 
 
+# where the instructors' page names the release it teaches (the commands of "From your fork to grades", the
+# deploy command, "Teaching from a stable version"); its other tags are history or examples, and stay
+CURRENT_RELEASE = re.compile(r"(git switch --detach |-f ref=(?=\S+ -f solutions)|checks of `|…@)v\d+\.\d+\.\d+")
+
+
+def sync_release_mentions(path: Path, write: bool) -> bool:
+    """Make each mention of the current release in ``path`` name this version; True if one was out of date."""
+    text = path.read_text()
+    new = CURRENT_RELEASE.sub(lambda m: m.group(1) + release_ref(), text)
+    if new != text and write:
+        path.write_text(new)
+    return new != text
+
+
 def sync(nb: nbformat.NotebookNode) -> bool:
     """Make the first cell the bootstrap cell; return True if the notebook changed."""
     source = bootstrap_source()
@@ -201,7 +215,9 @@ def run(args) -> int:
         for name, changed in (("the chapter table in README.md",
                                sync_markers(README, README_START, README_END, readme_table(paths), write)),
                               ("the clone command in book/how_to_run.md",
-                               sync_markers(how_to_run, CLONE_START, CLONE_END, clone_block(), write))):
+                               sync_markers(how_to_run, CLONE_START, CLONE_END, clone_block(), write)),
+                              ("the current release in book/instructors.md",
+                               sync_release_mentions(BOOK / "instructors.md", write))):
             if changed and write:
                 print(f"synced {name}")
             elif changed:

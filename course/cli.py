@@ -29,7 +29,7 @@ def _launch(args) -> int:
 
 # command: (module that holds add_arguments and run, one line of help); a module named "." is this one
 COMMANDS = {
-    "sync": ("chapters", "bootstrap cells, README table, clone command and notebooks/ follow _config.yml"),
+    "sync": ("chapters", "bootstrap cells, README table, clone command, the instructors' release and notebooks/ follow _config.yml"),
     "execute": ("chapters", "sync, run chapters in a fresh kernel and store their outputs"),
     "check": ("chapters", "fail if a chapter, the README or notebooks/ is out of date"),
     "launch": (".", "write notebooks/ (plain Markdown) and the student editions in student/"),

@@ -25,7 +25,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from course import layout
+from course import chapters, layout
 from course import release
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -77,6 +77,9 @@ def assert_everything_names(root: Path, version: str) -> None:
         assert found, f"README.md has no {kind} links"
         assert set(found) == {ref}, (f"README.md's {kind} links open {sorted(set(found))}, not the release {ref}: "
                                      "launch links follow notebooks.release_ref(); run `make sync`")
+    # the instructors' page: the graded editions' switch, the deploy command, "Teaching from a stable version"
+    named = [m.group(0) for m in chapters.CURRENT_RELEASE.finditer((root / "book" / "instructors.md").read_text())]
+    assert len(named) == 4 and all(m.endswith(ref) for m in named), named
 
 
 def test_version_changelog_bootstrap_and_launch_links_agree():
