@@ -26,7 +26,7 @@ computed and tested: CONTRIBUTING.md, "The explorers".
 """
 
 from attention_lab.explorers.average import AverageExplorer
-from attention_lab.explorers.base import C, PAGE_KEY, BadInput, Explorer, entropy_bits, floats, head_weights
+from attention_lab.explorers.base import C, PAGE_KEY, BadInput, Explorer, floats, head_weights
 from attention_lab.explorers.head import HeadExplorer
 from attention_lab.explorers.generate import GenerateExplorer
 from attention_lab.explorers.heads import HeadsExplorer
@@ -51,5 +51,5 @@ __all__ = [
     "AverageExplorer", "ScoresExplorer", "ScalingExplorer", "MaskingExplorer", "HeadExplorer", "TrainedExplorer",
     "HeadsExplorer",
     "average_explorer", "scores_explorer", "scaling_explorer", "masking_explorer", "head_explorer",
-    "trained_explorer", "heads_explorer", "generate_explorer", "can_stop_a_hang", "entropy_bits", "floats", "head_weights",
+    "trained_explorer", "heads_explorer", "generate_explorer", "can_stop_a_hang", "floats", "head_weights",
 ]

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import torch
 
+from attention_lab import plots, text, training
 from attention_lab.explorers.base import (Explorer, checked_lines, follow_line,
                                          floats, text_ids, unpack, vocabulary, weights_of)
 from attention_lab.explorers.controls import Control, a_kind, text_box, toggle
 
-TOP = 3  # next characters named in the caption and listed in the panel (TOP_PANEL)
-TOP_PANEL = 3
+TOP = 3  # next characters named in the caption and listed in the panel
 
 
 def _checked_model(model):
@@ -66,8 +66,6 @@ class HeadsExplorer(Explorer):
     layout = {"max_cell": 1.6, "per_row": 2, "numbers_hidden": True}
 
     def __init__(self, model=None, lines=None):
-        from attention_lab import text, training
-
         self.model = _checked_model(model if model is not None else training.load_multi())
         self.block_size = self.model.position_table.weight.shape[0]
         self.n_head = int(self.model.attn.n_head)
@@ -91,7 +89,7 @@ class HeadsExplorer(Explorer):
         super().__init__(controls, {"line": lines[0], "text": lines[0], "removed": -1})
 
     def page(self):
-        return {"block_size": self.block_size, **vocabulary(), "n_head": self.n_head, "top": TOP_PANEL,
+        return {"block_size": self.block_size, **vocabulary(), "n_head": self.n_head, "top": TOP,
                 "panel": {"title": "next character", "alt": "the model's likeliest next characters"},
                 "model": self.tables}
 
@@ -113,18 +111,16 @@ class HeadsExplorer(Explorer):
         y = (side.double() @ u["c_proj"].double().T).float()  # (T, C): W_O
         logits = (y[-1].double() @ u["lm_head"].double().T + u["lm_bias"].double()).float()  # (vocab,)
         probs = torch.softmax(logits.double(), dim=-1).float()
-        order = sorted(range(len(probs)), key=lambda i: (-float(probs[i]), i))[:TOP_PANEL]
+        order = sorted(range(len(probs)), key=lambda i: (-float(probs[i]), i))[:TOP]
         top = [(self.vocab[i], float(probs[i])) for i in order]
         fields = {"n": T}
-        for n, (ch, p) in enumerate(top[:TOP], start=1):
+        for n, (ch, p) in enumerate(top, start=1):
             fields[f"c{n}"], fields[f"p{n}"] = ch, p
         matrix = torch.stack(weights).numpy()  # (n_head, T, T)
         return {"matrix": matrix, "tokens": chars, "fields": fields, "probs": probs.numpy(), "top": top,
                 "pictures": [{"matrix": m, "title": f"head {h}"} for h, m in enumerate(matrix)]}
 
     def draw_picture(self, fig, values, result):
-        from attention_lab import plots
-
         axes = fig.subplots(1, self.n_head)
         for h, ax in enumerate(axes):
             plots.attention_heatmap(result["matrix"][h], ax=ax, tokens=result["tokens"], title=f"head {h}",

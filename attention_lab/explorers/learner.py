@@ -9,8 +9,8 @@ the messages then say to interrupt the kernel (:data:`HANG_NOTE`).
 from __future__ import annotations
 
 import io
-import json
 import os
+import pickle
 import select
 import signal
 import sys
@@ -19,7 +19,7 @@ import time
 import torch
 import torch.nn as nn
 
-from attention_lab.explorers.base import C, floats, head_weights, unpack
+from attention_lab.explorers.base import C, head_weights
 from attention_lab.explorers.controls import BadInput, a_kind
 from attention_lab.reference import ReferenceHead
 from attention_lab.text import vocab
@@ -68,7 +68,7 @@ def like_reference(Head, block_size: int) -> bool:
 
 
 def one_setting(Head, d: int, block_size: int, seed: int, ids: list[int]) -> dict:
-    """The learner's head for one setting: its q, k, v and weights for the text ``ids`` (float32 arrays),
+    """The learner's head for one setting: its q, k, v and weights for the text ``ids`` (float32 tensors),
     after checking that ``forward`` returns ``weights @ value(x)``."""
     tok, pos, head = build(Head, d, block_size, seed)
     missing = [n for n in (*PARTS, "tril") if not hasattr(head, n)]
@@ -94,7 +94,7 @@ def one_setting(Head, d: int, block_size: int, seed: int, ids: list[int]) -> dic
         raise BadInput(f"your Head.forward raised {type(err).__name__}: {err}. Fix forward (compare with "
                        "Fig. 6), then build the explorer again.") from None
     check_output(out, expected)
-    return {"weights": weights[0], **{part[0]: t[0] for part, t in parts.items()}}
+    return {"weights": weights[0].float(), **{part[0]: t[0].float() for part, t in parts.items()}}
 
 
 def check_output(out, expected: torch.Tensor) -> None:
@@ -139,18 +139,18 @@ def run(fn, *args):
             raise BadInput(f"{err} {HANG_NOTE}") from None
     read, write = os.pipe()
     pid = os.fork()
-    if pid == 0:  # the child: run, answer in one JSON line, and leave without running the kernel's exit code
+    if pid == 0:  # the child: run, answer in one pickle, and leave without running the kernel's exit code
         try:
             os.close(read)
             sys.stdout = sys.stderr = io.StringIO()  # the kernel's streams belong to the parent
             torch.set_num_threads(1)
             try:
-                answer = {"ok": _encode(fn(*args))}
+                answer = {"ok": fn(*args)}
             except BadInput as err:
                 answer = {"bad": str(err)}
             except BaseException as err:  # noqa: BLE001  SystemExit, KeyboardInterrupt: all a message
                 answer = {"bad": f"your Head raised {type(err).__name__}: {err}. Fix it, then build the explorer again."}
-            data = json.dumps(answer).encode()
+            data = pickle.dumps(answer)
             while data:
                 data = data[os.write(write, data):]
         finally:
@@ -166,13 +166,13 @@ def run(fn, *args):
                        "that never ends, or for far more work than the few matrix products of Fig. 6. The kernel "
                        "is fine: fix it, then build the explorer again.")
     try:
-        answer = json.loads(data)
-    except ValueError:
+        answer = pickle.loads(data)
+    except (EOFError, pickle.UnpicklingError):
         raise BadInput("your Head ended its process before it answered (it may call os._exit or crash Python): "
                        "fix it, then build the explorer again.") from None
     if "bad" in answer:
         raise BadInput(answer["bad"])
-    return _decode(answer["ok"])
+    return answer["ok"]
 
 
 def _read_until(fd: int, deadline: float) -> bytes | None:
@@ -193,17 +193,3 @@ def _stop(pid: int) -> None:
     except ProcessLookupError:
         pass
     os.waitpid(pid, 0)
-
-
-def _encode(value):
-    if isinstance(value, dict):
-        return {k: _encode(v) for k, v in value.items()}
-    return floats(value, snapped=False) if isinstance(value, torch.Tensor) else value
-
-
-def _decode(value):
-    if isinstance(value, dict) and set(value) == {"shape", "b64"}:
-        return unpack(value)
-    if isinstance(value, dict):
-        return {k: _decode(v) for k, v in value.items()}
-    return value

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from attention_lab import text, training
 from attention_lab.explorers.base import (Explorer, checked_lines, follow_line,
                                          projections, text_ids, unpack, vocabulary, weights_of)
 from attention_lab.explorers.controls import Control, a_kind, text_box, toggle
@@ -42,8 +43,6 @@ class TrainedExplorer(Explorer):
     figsize = (6.0, 5.4)  # room for 32 characters on each axis
 
     def __init__(self, trained=None, untrained=None, lines=None):
-        from attention_lab import text, training
-
         shipped = training.load_trained() if trained is None or untrained is None else None
         self.models = {True: _checked_model("trained", trained or shipped.trained),
                        False: _checked_model("untrained", untrained or shipped.untrained)}
