@@ -26,13 +26,13 @@ computed and tested: CONTRIBUTING.md, "The explorers".
 """
 
 from attention_lab.explorers.average import AverageExplorer
-from attention_lab.explorers.base import C, PAGE_KEY, BadInput, Explorer, floats, head_weights
+from attention_lab.explorers.base import PAGE_KEY, BadInput, Explorer, head_weights
 from attention_lab.explorers.head import HeadExplorer
 from attention_lab.explorers.generate import GenerateExplorer
 from attention_lab.explorers.heads import HeadsExplorer
 from attention_lab.explorers.learner import HANG_NOTE, HEAD_TIME_LIMIT_S, can_stop_a_hang
 from attention_lab.explorers.masking import MaskingExplorer
-from attention_lab.explorers.scaling import POWERS_OF_TWO, ScalingExplorer
+from attention_lab.explorers.scaling import ScalingExplorer
 from attention_lab.explorers.scores import ScoresExplorer
 from attention_lab.explorers.trained import TrainedExplorer
 
@@ -47,9 +47,8 @@ heads_explorer = HeadsExplorer
 generate_explorer = GenerateExplorer
 
 __all__ = [
-    "C", "PAGE_KEY", "POWERS_OF_TWO", "HANG_NOTE", "HEAD_TIME_LIMIT_S", "BadInput", "Explorer",
-    "AverageExplorer", "ScoresExplorer", "ScalingExplorer", "MaskingExplorer", "HeadExplorer", "TrainedExplorer",
-    "HeadsExplorer",
+    "PAGE_KEY", "HANG_NOTE", "HEAD_TIME_LIMIT_S", "BadInput", "Explorer", "AverageExplorer", "ScoresExplorer",
+    "ScalingExplorer", "MaskingExplorer", "HeadExplorer", "TrainedExplorer", "HeadsExplorer", "GenerateExplorer",
     "average_explorer", "scores_explorer", "scaling_explorer", "masking_explorer", "head_explorer",
-    "trained_explorer", "heads_explorer", "generate_explorer", "can_stop_a_hang", "floats", "head_weights",
+    "trained_explorer", "heads_explorer", "generate_explorer", "can_stop_a_hang", "head_weights",
 ]

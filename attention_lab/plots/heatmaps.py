@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from importlib.resources import files
 
 import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import ListedColormap, Normalize
 from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator
@@ -78,8 +79,6 @@ def new_figure(figsize=(3.6, 3.2), pyplot: bool = False, layout: str | None = No
 
         fig = plt.figure(figsize=figsize, dpi=CSS_DPI, facecolor="white", layout=layout)
     else:
-        from matplotlib.backends.backend_agg import FigureCanvasAgg
-
         fig = Figure(figsize=figsize, dpi=CSS_DPI * SCALE, facecolor="white", layout=layout)
         FigureCanvasAgg(fig)
     return fig
