@@ -48,7 +48,8 @@ generate_explorer = GenerateExplorer
 
 __all__ = [
     "PAGE_KEY", "HANG_NOTE", "HEAD_TIME_LIMIT_S", "BadInput", "Explorer", "AverageExplorer", "ScoresExplorer",
-    "ScalingExplorer", "MaskingExplorer", "HeadExplorer", "TrainedExplorer", "HeadsExplorer", "GenerateExplorer",
+    "ScalingExplorer", "MaskingExplorer", "HeadExplorer", "TrainedExplorer", "HeadsExplorer",
+    "GenerateExplorer",
     "average_explorer", "scores_explorer", "scaling_explorer", "masking_explorer", "head_explorer",
     "trained_explorer", "heads_explorer", "generate_explorer", "can_stop_a_hang", "head_weights",
 ]
