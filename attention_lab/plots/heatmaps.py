@@ -100,9 +100,13 @@ def _heatmap(ax, arr: np.ndarray, kind: str = "weights", limit: float | None = N
         norm = Normalize(-limit, limit)
     else:
         norm = Normalize(0.0, 1.0)
+    n_rows, n_cols = arr.shape
+    if tokens is not None and not (len(tokens) == n_rows == n_cols):
+        raise ValueError(f"tokens must give one character per position: expected {n_cols}, got {len(tokens)}")
     cmap = ListedColormap(COLOUR_MAPS[cmap_name], name=cmap_name).with_extremes(bad=MASKED)
+    shown = np.ma.masked_invalid(arr)  # -inf (a masked score) takes the grey "bad" colour
     # "nearest" keeps each cell a crisp square at any size
-    im = ax.imshow(np.zeros((1, 1)), cmap=cmap, norm=norm, interpolation="nearest")
+    im = ax.imshow(shown, cmap=cmap, norm=norm, interpolation="nearest")
     ax.set_xlabel("key position")
     ax.set_ylabel("query position")
     # fixed label places: matplotlib otherwise measures every tick label on every draw
@@ -113,14 +117,8 @@ def _heatmap(ax, arr: np.ndarray, kind: str = "weights", limit: float | None = N
         bar = ax.figure.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
         bar.set_label(colorbar_label or label)
         bar.ax.tick_params(labelsize=_pt(TICK_PX))
-    n_rows, n_cols = arr.shape
-    if tokens is not None and not (len(tokens) == n_rows == n_cols):
-        raise ValueError(f"tokens must give one character per position: expected {n_cols}, got {len(tokens)}")
     if annotate is None:
         annotate = max(n_rows, n_cols) <= ANNOTATE_MAX_T
-    shown = np.ma.masked_invalid(arr)  # -inf (a masked score) takes the grey "bad" colour
-    im.set_data(shown)
-    im.set_extent((-0.5, n_cols - 0.5, n_rows - 0.5, -0.5))
     labels = None if tokens is None else [token_label(ch) for ch in tokens]
     if annotate:
         colors = cmap(norm(shown))
