@@ -1,20 +1,16 @@
-"""A learner's ``Head`` in chapter 5's explorer: built and run in a child process that is stopped after
-:data:`HEAD_TIME_LIMIT_S`, so a loop that never ends (even one that catches every exception) cannot hang
-the kernel. Whatever goes wrong becomes a :class:`~attention_lab.explorers.controls.BadInput` message.
-
-Where the system has no ``fork`` (Windows) the Head runs in the kernel itself and nothing can stop it:
-the messages then say to interrupt the kernel (:data:`HANG_NOTE`).
+"""A learner's ``Head`` in chapter 5's explorer, built and run in a child process stopped after
+:data:`HEAD_TIME_LIMIT_S` (in the kernel where there is no ``fork``, its messages then ending in
+:data:`HANG_NOTE`); whatever goes wrong is a :class:`~attention_lab.explorers.controls.BadInput` message.
+CONTRIBUTING.md, "The explorers", says why.
 """
 
 from __future__ import annotations
 
 import io
+import multiprocessing
 import os
 import pickle
-import select
-import signal
 import sys
-import time
 
 import torch
 import torch.nn as nn
@@ -137,59 +133,37 @@ def run(fn, *args):
             return fn(*args)
         except BadInput as err:
             raise BadInput(f"{err} {HANG_NOTE}") from None
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: run, answer in one pickle, and leave without running the kernel's exit code
-        try:
-            os.close(read)
-            sys.stdout = sys.stderr = io.StringIO()  # the kernel's streams belong to the parent
-            torch.set_num_threads(1)
-            try:
-                answer = {"ok": fn(*args)}
-            except BadInput as err:
-                answer = {"bad": str(err)}
-            except BaseException as err:  # noqa: BLE001  SystemExit, KeyboardInterrupt: all a message
-                answer = {"bad": f"your Head raised {type(err).__name__}: {err}. Fix it, then build the explorer again."}
-            data = pickle.dumps(answer)
-            while data:
-                data = data[os.write(write, data):]
-        finally:
-            os._exit(0)
-    os.close(write)
+    answers, send = multiprocessing.Pipe(duplex=False)
+    child = multiprocessing.get_context("fork").Process(target=_child, args=(send, fn, args))
+    child.start()
+    send.close()
     try:
-        data = _read_until(read, time.monotonic() + HEAD_TIME_LIMIT_S)
-    finally:
-        os.close(read)
-        _stop(pid)
-    if data is None:
-        raise BadInput(f"your Head ran for more than {HEAD_TIME_LIMIT_S:g} s and was stopped: look for a loop "
-                       "that never ends, or for far more work than the few matrix products of Fig. 6. The kernel "
-                       "is fine: fix it, then build the explorer again.")
-    try:
-        answer = pickle.loads(data)
-    except (EOFError, pickle.UnpicklingError):
+        if not answers.poll(HEAD_TIME_LIMIT_S):
+            raise BadInput(f"your Head ran for more than {HEAD_TIME_LIMIT_S:g} s and was stopped: look for a "
+                           "loop that never ends, or for far more work than the few matrix products of "
+                           "Fig. 6. The kernel is fine: fix it, then build the explorer again.")
+        answer = pickle.loads(answers.recv_bytes())  # plain pickle: torch's own would share memory
+    except EOFError:
         raise BadInput("your Head ended its process before it answered (it may call os._exit or crash Python): "
                        "fix it, then build the explorer again.") from None
+    finally:
+        answers.close()
+        child.kill()
+        child.join()
     if "bad" in answer:
         raise BadInput(answer["bad"])
     return answer["ok"]
 
 
-def _read_until(fd: int, deadline: float) -> bytes | None:
-    chunks = []
-    while True:
-        left = deadline - time.monotonic()
-        if left <= 0 or not select.select([fd], [], [], left)[0]:
-            return None
-        chunk = os.read(fd, 1 << 16)
-        if not chunk:  # the child closed its end: all is read
-            return b"".join(chunks)
-        chunks.append(chunk)
-
-
-def _stop(pid: int) -> None:
+def _child(send, fn, args) -> None:
+    # the child process: run fn and send its answer; the kernel's streams belong to the parent
+    sys.stdout = sys.stderr = io.StringIO()
+    torch.set_num_threads(1)
     try:
-        os.kill(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    os.waitpid(pid, 0)
+        answer = {"ok": fn(*args)}
+    except BadInput as err:
+        answer = {"bad": str(err)}
+    except BaseException as err:  # noqa: BLE001  SystemExit, KeyboardInterrupt: all a message
+        answer = {"bad": f"your Head raised {type(err).__name__}: {err}. Fix it, then build the explorer "
+                         "again."}
+    send.send_bytes(pickle.dumps(answer))
