@@ -58,8 +58,7 @@ def encode(s: str) -> list[int]:
 
 def decode(ids) -> str:
     """Map ids (a list or a 1-D tensor of ints) back to characters: the inverse of :func:`encode`."""
-    itos = vocab()
-    return "".join(itos[int(i)] for i in ids)
+    return "".join(vocab()[int(i)] for i in ids)
 
 
 @lru_cache(maxsize=1)

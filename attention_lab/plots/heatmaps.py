@@ -95,11 +95,7 @@ def _heatmap(ax, arr: np.ndarray, kind: str = "weights", limit: float | None = N
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {sorted(KINDS)}; got {kind!r}")
     cmap_name, label, fmt = KINDS[kind]
-    if kind == "scores":
-        limit = 1.0 if limit is None else float(limit)
-        norm = Normalize(-limit, limit)
-    else:
-        norm = Normalize(0.0, 1.0)
+    norm = Normalize(-limit, limit) if kind == "scores" else Normalize(0.0, 1.0)
     n_rows, n_cols = arr.shape
     if tokens is not None and not (len(tokens) == n_rows == n_cols):
         raise ValueError(f"tokens must give one character per position: expected {n_cols}, got {len(tokens)}")
