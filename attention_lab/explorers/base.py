@@ -20,8 +20,8 @@ import traitlets
 from attention_lab import plots
 from attention_lab.explorers import view
 from attention_lab.plots import heatmaps
-from attention_lab.explorers.controls import MESSAGES, BadInput, Control, say, shown
-from attention_lab.text import encode, vocab
+from attention_lab.explorers.controls import MESSAGES, BadInput, Control, a_kind, say, shown
+from attention_lab.text import encode, validation_lines, vocab
 
 C = 384  # the lesson's d_model: width of x
 # the key of an explorer output's metadata that holds its config (book/_ext/page_explorers.py reads it)
@@ -240,8 +240,11 @@ def text_ids(chars, block_size: int) -> list[int]:
         raise BadInput(f"{err}.") from None
 
 
-def checked_lines(lines, block_size: int) -> list[str]:
-    """The lines an explorer's menu offers, each one it can draw, or ValueError saying which is not."""
+def checked_lines(lines, block_size: int, default: int) -> list[str]:
+    """The lines an explorer's menu offers, each one it can draw, or ValueError saying which is not; with
+    ``lines`` None, the first ``default`` distinct lines of the validation text that fit ``block_size``."""
+    if lines is None:
+        return list(dict.fromkeys(validation_lines(block_size)))[:default]
     if isinstance(lines, str):
         raise ValueError(f"lines must be a list of lines, such as [{lines!r}]; got the string {lines!r}")
     lines = list(lines)
@@ -253,6 +256,17 @@ def checked_lines(lines, block_size: int) -> list[str]:
         except BadInput as err:
             raise ValueError(f"line {line!r}: {err}") from None
     return lines
+
+
+def checked_model(name: str, model, parts: dict, wanted: str):
+    """``model`` if it has each of ``parts`` and each part what ``parts`` lists for it, else ValueError:
+    ``name`` must be ``wanted``, and what it lacks (chapters 6 and 7)."""
+    missing = [part for part in parts if not hasattr(model, part)]
+    missing += [f"{part}.{inner}" for part, inners in parts.items() if hasattr(model, part)
+                for inner in inners if not hasattr(getattr(model, part), inner)]
+    if missing:
+        raise ValueError(f"{name} must be {wanted}; got {a_kind(model)} without {', '.join(missing)}.")
+    return model
 
 
 def follow_line(explorer, name, values) -> dict:

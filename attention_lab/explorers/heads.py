@@ -6,23 +6,14 @@ from __future__ import annotations
 import torch
 
 from attention_lab import plots, text, training
-from attention_lab.explorers.base import (Explorer, checked_lines, follow_line,
+from attention_lab.explorers.base import (Explorer, checked_lines, checked_model, follow_line,
                                          floats, text_ids, unpack, vocabulary, weights_of)
-from attention_lab.explorers.controls import Control, a_kind, text_box, toggle
+from attention_lab.explorers.controls import Control, text_box, toggle
 
 TOP = 3  # next characters named in the caption and listed in the panel
-
-
-def _checked_model(model):
-    parts = ("token_table", "position_table", "attn", "lm_head")
-    missing = [part for part in parts if not hasattr(model, part)]
-    if hasattr(model, "attn"):
-        missing += [f"attn.{part}" for part in ("c_attn", "c_proj", "n_head") if not hasattr(model.attn, part)]
-    if missing:
-        raise ValueError(f"model must be chapter 7's model, with a token_table, a position_table, an attn "
-                         f"(c_attn, c_proj, n_head) and an lm_head, as attention_lab.training.load_multi() "
-                         f"gives; got {a_kind(model)} without {', '.join(missing)}.")
-    return model
+MODEL = {"token_table": (), "position_table": (), "attn": ("c_attn", "c_proj", "n_head"), "lm_head": ()}
+WANTED = ("chapter 7's model, with a token_table, a position_table, an attn (c_attn, c_proj, n_head) and an "
+          "lm_head, as attention_lab.training.load_multi() gives")
 
 
 def tables(model) -> dict:
@@ -66,12 +57,11 @@ class HeadsExplorer(Explorer):
     layout = {"max_cell": 1.6, "per_row": 2, "numbers_hidden": True}
 
     def __init__(self, model=None, lines=None):
-        self.model = _checked_model(model if model is not None else training.load_multi())
+        model = training.load_multi() if model is None else model
+        self.model = checked_model("model", model, MODEL, WANTED)
         self.block_size = self.model.position_table.weight.shape[0]
         self.n_head = int(self.model.attn.n_head)
-        if lines is None:
-            lines = list(dict.fromkeys(text.validation_lines(self.block_size)))[:4]
-        self.lines = checked_lines(lines, self.block_size)
+        self.lines = lines = checked_lines(lines, self.block_size, 4)
         self.vocab = text.vocab()
         self.tables = tables(self.model)
         self.unpacked = {

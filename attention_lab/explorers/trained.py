@@ -6,21 +6,14 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from attention_lab import text, training
-from attention_lab.explorers.base import (Explorer, checked_lines, follow_line,
+from attention_lab import training
+from attention_lab.explorers.base import (Explorer, checked_lines, checked_model, follow_line,
                                          projections, text_ids, unpack, vocabulary, weights_of)
-from attention_lab.explorers.controls import Control, a_kind, text_box, toggle
+from attention_lab.explorers.controls import Control, text_box, toggle
 
-
-def _checked_model(name: str, model):
-    missing = [part for part in ("token_table", "position_table", "head") if not hasattr(model, part)]
-    if hasattr(model, "head"):
-        missing += [f"head.{part}" for part in ("key", "query", "value", "tril") if not hasattr(model.head, part)]
-    if missing:
-        raise ValueError(f"{name} must be chapter 6's model, with a token_table, a position_table and a head "
-                         f"(key, query, value, tril), as attention_lab.training.load_trained() gives; got "
-                         f"{a_kind(model)} without {', '.join(missing)}.")
-    return model
+MODEL = {"token_table": (), "position_table": (), "head": ("key", "query", "value", "tril")}  # what it needs
+WANTED = ("chapter 6's model, with a token_table, a position_table and a head (key, query, value, tril), as "
+          "attention_lab.training.load_trained() gives")
 
 
 class TrainedExplorer(Explorer):
@@ -44,16 +37,14 @@ class TrainedExplorer(Explorer):
 
     def __init__(self, trained=None, untrained=None, lines=None):
         shipped = training.load_trained() if trained is None or untrained is None else None
-        self.models = {True: _checked_model("trained", trained or shipped.trained),
-                       False: _checked_model("untrained", untrained or shipped.untrained)}
+        self.models = {True: checked_model("trained", trained or shipped.trained, MODEL, WANTED),
+                       False: checked_model("untrained", untrained or shipped.untrained, MODEL, WANTED)}
         sizes = {flag: m.position_table.weight.shape for flag, m in self.models.items()}
         if sizes[True] != sizes[False]:
             raise ValueError(f"trained and untrained must be the same model before and after training; their "
                              f"position tables differ: {tuple(sizes[True])} and {tuple(sizes[False])}.")
         self.block_size = sizes[True][0]
-        if lines is None:
-            lines = list(dict.fromkeys(text.validation_lines(self.block_size)))[:6]
-        self.lines = checked_lines(lines, self.block_size)
+        self.lines = lines = checked_lines(lines, self.block_size, 6)
         controls = [Control("line", "select", "line", options=tuple((s, s) for s in lines) + (("(your own text)", ""),)),
                     text_box(f"up to {self.block_size} characters"),
                     toggle("trained", "head", [("trained", True), ("untrained", False)])]
