@@ -205,10 +205,8 @@ GRID = 2.0**-30  # the page's numbers are multiples of this, then float32 (see s
 
 
 def snap(t) -> torch.Tensor:
-    """``t`` as the page holds it: rounded to a multiple of :data:`GRID`, then to float32. Give it numbers
-    computed in float64: CPUs that sum in another order differ in their last bits (near zero too, where
-    float32 alone would keep the difference); on the grid they agree, so the stored configs are the same
-    bytes on every machine. Snapped twice is snapped once."""
+    """``t`` as the page holds it: rounded to a multiple of :data:`GRID`, then to float32, so numbers computed
+    in float64 on CPUs that sum in another order agree (CONTRIBUTING.md, "Regenerating outputs")."""
     t = torch.as_tensor(t).detach().cpu().double()
     return (torch.round(t / GRID) * GRID).float()
 
