@@ -223,6 +223,13 @@ def unpack(packed: dict) -> torch.Tensor:
     return torch.from_numpy(data.copy())
 
 
+def text_rows(tables: dict, part: str, ids: list[int]) -> torch.Tensor:
+    """A text's ``part`` ("query", ...) from :func:`projections`' tables, as the engine computes it: each
+    character's row plus its position's, summed in float64, stored as float32 (chapters 6 and 7)."""
+    tok, pos = unpack(tables[f"tok_{part}"]), unpack(tables[f"pos_{part}"])
+    return (tok[ids].double() + pos[: len(ids)].double()).float()
+
+
 def text_ids(chars, block_size: int) -> list[int]:
     """The ids of a text the explorer can draw, or :class:`BadInput` saying what is wrong with it."""
     if not isinstance(chars, str):

@@ -7,7 +7,7 @@ import torch
 
 from attention_lab import plots, text, training
 from attention_lab.explorers.base import (Explorer, checked_lines, checked_model, follow_line,
-                                         floats, text_ids, unpack, vocabulary, weights_of)
+                                         floats, text_ids, text_rows, unpack, vocabulary, weights_of)
 from attention_lab.explorers.controls import Control, text_box, toggle
 
 TOP = 3  # next characters named in the caption and listed in the panel
@@ -64,9 +64,7 @@ class HeadsExplorer(Explorer):
         self.lines = lines = checked_lines(lines, self.block_size, 4)
         self.vocab = text.vocab()
         self.tables = tables(self.model)
-        self.unpacked = {
-            "heads": [{k: unpack(t) for k, t in head.items()} for head in self.tables["heads"]],
-            **{k: unpack(self.tables[k]) for k in ("c_proj", "lm_head", "lm_bias")}}
+        self.unpacked = {k: unpack(self.tables[k]) for k in ("c_proj", "lm_head", "lm_bias")}
         shown = "{c1!r} {p1:.2f}, {c2!r} {p2:.2f}, {c3!r} {p3:.2f}"
         self.caption = ("removed", {
             gone: (f"attention weights of the {self.n_head} trained heads over the {{n:character}} {{tokens!r}}"
@@ -90,9 +88,8 @@ class HeadsExplorer(Explorer):
         ids = text_ids(chars, self.block_size)
         T, u = len(ids), self.unpacked
         weights, outs = [], []
-        for h, head in enumerate(u["heads"]):
-            q, k, v = ((head[f"tok_{p}"][ids].double() + head[f"pos_{p}"][:T].double()).float()
-                       for p in ("query", "key", "value"))  # (T, hs) each, float32 as the page holds them
+        for h, head in enumerate(self.tables["heads"]):
+            q, k, v = (text_rows(head, p, ids) for p in ("query", "key", "value"))  # (T, hs) each
             w = weights_of(q, k)  # (T, T)
             out = (w.double() @ v.double()).float()  # (T, hs)
             weights.append(w)

@@ -4,11 +4,10 @@
 from __future__ import annotations
 
 import numpy as np
-import torch
 
 from attention_lab import training
 from attention_lab.explorers.base import (Explorer, checked_lines, checked_model, follow_line,
-                                         projections, text_ids, unpack, vocabulary, weights_of)
+                                         projections, text_ids, text_rows, vocabulary, weights_of)
 from attention_lab.explorers.controls import Control, text_box, toggle
 
 MODEL = {"token_table": (), "position_table": (), "head": ("key", "query", "value", "tril")}  # what it needs
@@ -61,14 +60,8 @@ class TrainedExplorer(Explorer):
     def compute(self, values):
         chars = values["line"] or values["text"]
         ids = text_ids(chars, self.block_size)
-        q, k = (self._rows(values["trained"], part, ids) for part in ("query", "key"))
+        q, k = (text_rows(self.tables[values["trained"]], part, ids) for part in ("query", "key"))
         w = weights_of(q, k).numpy()  # (T, T)
         T = len(ids)
         back = (w * np.maximum(np.subtract.outer(np.arange(T), np.arange(T)), 0)).sum(-1).mean()
         return {"matrix": w, "tokens": chars, "fields": {"n": T, "own": float(np.trace(w) / T), "back": float(back)}}
-
-    def _rows(self, trained: bool, part: str, ids: list[int]) -> torch.Tensor:
-        # a position's projection from the page's float32 tables: its character's row plus its position's,
-        # summed and stored as float32, as the engine does
-        tok, pos = unpack(self.tables[trained][f"tok_{part}"]), unpack(self.tables[trained][f"pos_{part}"])
-        return (tok[ids].double() + pos[: len(ids)].double()).float()

@@ -1,8 +1,5 @@
 """Heatmaps: one (T, T) matrix (:func:`attention_heatmap`) or several side by side (:func:`show_heatmaps`),
 the colour scales they share, and the figure every picture starts from (:func:`new_figure`).
-
-Chapters 1, 2 and 5 draw with :func:`attention_heatmap`, chapters 4 and 6 with :func:`show_heatmaps`;
-an explorer's picture for a front end without widgets is an :func:`attention_heatmap` too.
 """
 
 from __future__ import annotations
