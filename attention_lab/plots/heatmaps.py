@@ -81,10 +81,6 @@ def new_figure(figsize=(3.6, 3.2), pyplot: bool = False, layout: str | None = No
     return fig
 
 
-def _number(v: float, fmt: str) -> str:
-    return "−∞" if np.isneginf(v) else fmt.format(v).replace("-", "−")
-
-
 def _heatmap(ax, arr: np.ndarray, kind: str = "weights", limit: float | None = None, colorbar: bool = True,
              colorbar_label: str | None = None, tokens=None, annotate: bool | None = None):
     """Draw ``arr`` (T_q, T_k) on ``ax`` and return its image: ``kind`` "weights" (viridis on 0..1) or
@@ -117,7 +113,9 @@ def _heatmap(ax, arr: np.ndarray, kind: str = "weights", limit: float | None = N
         colors = cmap(norm(shown))
         for i in range(n_rows):
             for j in range(n_cols):
-                ax.text(j, i, _number(arr[i, j], fmt), ha="center", va="center", color=contrast_color(colors[i, j]),
+                v = arr[i, j]
+                number = "−∞" if np.isneginf(v) else fmt.format(v).replace("-", "−")  # a true minus sign
+                ax.text(j, i, number, ha="center", va="center", color=contrast_color(colors[i, j]),
                         fontsize=_pt(CELL_PX))
     for axis, n in ((ax.xaxis, n_cols), (ax.yaxis, n_rows)):
         step = 1 if labels is not None or n <= 16 else max(1, n // 8)  # every position while legible
