@@ -34,11 +34,6 @@ def vocab() -> tuple[str, ...]:
     return tuple(sorted(set(corpus())))
 
 
-@lru_cache(maxsize=1)
-def _stoi() -> dict[str, int]:
-    return {ch: i for i, ch in enumerate(vocab())}
-
-
 # what encode says of characters outside the vocabulary; the explorers' messages say the same, in a kernel
 # and in the page (attention_lab.explorers.controls.MESSAGES), with {missing} their reprs, sorted
 NOT_IN_VOCAB = ("the tiny-Shakespeare vocabulary has no {missing}: use only the letters a-z and A-Z (no accents), "
@@ -48,7 +43,7 @@ NOT_IN_VOCAB = ("the tiny-Shakespeare vocabulary has no {missing}: use only the 
 
 def encode(s: str) -> list[int]:
     """Map each character of ``s`` to its id in :func:`vocab`; ValueError names every one outside it."""
-    stoi = _stoi()
+    stoi = {ch: i for i, ch in enumerate(vocab())}
     missing = sorted({ch for ch in s if ch not in stoi})
     if missing:
         marks = "".join(ch for ch in vocab() if not ch.isalnum() and not ch.isspace())
@@ -58,8 +53,7 @@ def encode(s: str) -> list[int]:
 
 def decode(ids) -> str:
     """Map ids (a list or a 1-D tensor of ints) back to characters: the inverse of :func:`encode`."""
-    itos = vocab()
-    return "".join(itos[int(i)] for i in ids)
+    return "".join(vocab()[int(i)] for i in ids)
 
 
 @lru_cache(maxsize=1)

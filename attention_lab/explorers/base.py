@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import base64
 import io
+import json
 import math
+import textwrap
 
 import anywidget
 import numpy as np
@@ -15,10 +17,11 @@ import torch.nn as nn
 import torch.nn.functional as F
 import traitlets
 
+from attention_lab import plots
 from attention_lab.explorers import view
 from attention_lab.plots import heatmaps
-from attention_lab.explorers.controls import MESSAGES, BadInput, Control, plural, say, shown
-from attention_lab.text import encode, vocab
+from attention_lab.explorers.controls import MESSAGES, BadInput, Control, a_kind, say, shown
+from attention_lab.text import encode, validation_lines, vocab
 
 C = 384  # the lesson's d_model: width of x
 # the key of an explorer output's metadata that holds its config (book/_ext/page_explorers.py reads it)
@@ -92,8 +95,6 @@ class Explorer(anywidget.AnyWidget):
 
     def draw_picture(self, fig, values: dict, result: dict) -> None:
         """The picture shown where no widget can be: the heatmap of ``result``."""
-        from attention_lab import plots
-
         ax = fig.add_subplot()
         plots.attention_heatmap(result["matrix"], ax=ax, tokens=result.get("tokens"), kind=self.kind,
                                 limit=self.constants().get("limit"))
@@ -111,7 +112,7 @@ class Explorer(anywidget.AnyWidget):
                 new[name] = self.controls[name].accept(raw)
                 new.update(self.follow(name, new))
         except BadInput as err:
-            self._say(str(err))
+            self.message = str(err)
             return str(err)
         self.values = new  # the view draws them too; _draw computes them here
         return ""
@@ -131,12 +132,12 @@ class Explorer(anywidget.AnyWidget):
             with torch.no_grad():
                 result = self.compute(values)
         except BadInput as err:
-            self._say(str(err))
+            self.message = str(err)
         else:
             self.matrix, self.result = result["matrix"], result
             self.shown = self.alt(values, result)
             self.renders += 1
-            self._say("")
+            self.message = ""
         if send:
             self._answer(values)
 
@@ -146,15 +147,12 @@ class Explorer(anywidget.AnyWidget):
             parts = self.result.get("parts") if self.result is not None and not self.message else None
             self.computed = {"values": values, "message": self.message, **({"parts": parts} if parts else {})}
 
-    def _say(self, message: str) -> None:
-        self.message = message
-
     # ---- the config, and what a notebook stores ---------------------------------------------------
 
     def _config(self, values: dict) -> dict:
         caption = self.caption
         if isinstance(caption, tuple):
-            caption = {"by": caption[0], "cases": {_key(v): t for v, t in caption[1].items()}}
+            caption = {"by": caption[0], "cases": {json.dumps(v): t for v, t in caption[1].items()}}
         _, bar, cells = heatmaps.KINDS[self.kind]
         picture = {"kind": self.kind, "limit": self.constants().get("limit"), "colourbar": bar,
                    "cell_format": cells.strip("{}:"), "numbers_up_to": heatmaps.ANNOTATE_MAX_T,
@@ -171,8 +169,6 @@ class Explorer(anywidget.AnyWidget):
 
     def picture(self) -> bytes:
         """The PNG of the picture the explorer opens on, with a line saying where it is live."""
-        from attention_lab import plots
-
         fig = plots.new_figure(self.figsize)
         if self.result is not None:
             self.draw_picture(fig, self.values, self.result)
@@ -196,20 +192,10 @@ class Explorer(anywidget.AnyWidget):
         return data, {**metadata, PAGE_KEY: {k: v for k, v in self.config.items() if k != "colours"}}
 
 
-def _key(value) -> str:
-    return "true" if value is True else "false" if value is False else str(value)
-
-
 def _wrapped(text: str, inches: float) -> str:
-    # the note in lines that fit the figure's width (about 11 characters an inch at this size)
-    width, lines, line = max(30, int(inches * 15)), [], ""
-    for word in text.split():
-        if line and len(line) + 1 + len(word) > width:
-            lines.append(line)
-            line = word
-        else:
-            line = f"{line} {word}".strip()
-    return "\n".join(lines + [line])
+    # the note in lines that fit the figure's width, its words whole
+    return textwrap.fill(" ".join(text.split()), max(30, int(inches * 15)), break_long_words=False,
+                         break_on_hyphens=False)
 
 
 # ---- shared by several chapters ------------------------------------------------------------------
@@ -219,18 +205,15 @@ GRID = 2.0**-30  # the page's numbers are multiples of this, then float32 (see s
 
 
 def snap(t) -> torch.Tensor:
-    """``t`` as the page holds it: rounded to a multiple of :data:`GRID`, then to float32. Give it numbers
-    computed in float64: CPUs that sum in another order differ in their last bits (near zero too, where
-    float32 alone would keep the difference); on the grid they agree, so the stored configs are the same
-    bytes on every machine. Snapped twice is snapped once."""
+    """``t`` as the page holds it: rounded to a multiple of :data:`GRID`, then to float32, so numbers computed
+    in float64 on CPUs that sum in another order agree (CONTRIBUTING.md, "Regenerating outputs")."""
     t = torch.as_tensor(t).detach().cpu().double()
     return (torch.round(t / GRID) * GRID).float()
 
 
-def floats(t, snapped: bool = True) -> dict:
-    """A tensor for the page (:func:`snap`, unless ``snapped`` is False): its shape and its little-endian
-    float32 bytes in base64."""
-    a = np.ascontiguousarray((snap(t) if snapped else t.detach().float()).numpy(), dtype="<f4")
+def floats(t) -> dict:
+    """A tensor for the page (:func:`snap`): its shape and its little-endian float32 bytes in base64."""
+    a = np.ascontiguousarray(snap(t).numpy(), dtype="<f4")
     return {"shape": list(a.shape), "b64": base64.b64encode(a.tobytes()).decode("ascii")}
 
 
@@ -240,11 +223,11 @@ def unpack(packed: dict) -> torch.Tensor:
     return torch.from_numpy(data.copy())
 
 
-def entropy_bits(weights: np.ndarray) -> np.ndarray:
-    """Entropy of each row of a weight matrix, in bits (0 log 0 taken as 0)."""
-    p = np.asarray(weights, dtype=float)
-    safe = np.where(p > 0, p, 1.0)
-    return -(p * np.log2(safe)).sum(axis=-1)
+def text_rows(tables: dict, part: str, ids: list[int]) -> torch.Tensor:
+    """A text's ``part`` ("query", ...) from :func:`projections`' tables, as the engine computes it: each
+    character's row plus its position's, summed in float64, stored as float32 (chapters 6 and 7)."""
+    tok, pos = unpack(tables[f"tok_{part}"]), unpack(tables[f"pos_{part}"])
+    return (tok[ids].double() + pos[: len(ids)].double()).float()
 
 
 def text_ids(chars, block_size: int) -> list[int]:
@@ -262,8 +245,11 @@ def text_ids(chars, block_size: int) -> list[int]:
         raise BadInput(f"{err}.") from None
 
 
-def checked_lines(lines, block_size: int) -> list[str]:
-    """The lines an explorer's menu offers, each one it can draw, or ValueError saying which is not."""
+def checked_lines(lines, block_size: int, default: int) -> list[str]:
+    """The lines an explorer's menu offers, each one it can draw, or ValueError saying which is not; with
+    ``lines`` None, the first ``default`` distinct lines of the validation text that fit ``block_size``."""
+    if lines is None:
+        return list(dict.fromkeys(validation_lines(block_size)))[:default]
     if isinstance(lines, str):
         raise ValueError(f"lines must be a list of lines, such as [{lines!r}]; got the string {lines!r}")
     lines = list(lines)
@@ -275,6 +261,17 @@ def checked_lines(lines, block_size: int) -> list[str]:
         except BadInput as err:
             raise ValueError(f"line {line!r}: {err}") from None
     return lines
+
+
+def checked_model(name: str, model, parts: dict, wanted: str):
+    """``model`` if it has each of ``parts`` and each part what ``parts`` lists for it, else ValueError:
+    ``name`` must be ``wanted``, and what it lacks (chapters 6 and 7)."""
+    missing = [part for part in parts if not hasattr(model, part)]
+    missing += [f"{part}.{inner}" for part, inners in parts.items() if hasattr(model, part)
+                for inner in inners if not hasattr(getattr(model, part), inner)]
+    if missing:
+        raise ValueError(f"{name} must be {wanted}; got {a_kind(model)} without {', '.join(missing)}.")
+    return model
 
 
 def follow_line(explorer, name, values) -> dict:
@@ -327,7 +324,3 @@ def weights_of(q: torch.Tensor, k: torch.Tensor, mask: bool = True, scale: bool 
         T = q.shape[0]
         scores = scores.masked_fill(torch.tril(torch.ones(T, T, dtype=torch.bool)) == 0, float("-inf"))
     return F.softmax(scores, dim=-1).float()
-
-
-__all__ = ["C", "GRID", "PAGE_KEY", "STATIC_NOTE", "BadInput", "Explorer", "entropy_bits", "floats", "head_weights",
-           "plural", "projections", "snap", "text_ids", "unpack", "vocabulary", "weights_of"]

@@ -1,13 +1,7 @@
-"""An explorer's controls and words, written once: the page engine draws them from the config.
-
-A :class:`Control` is a plain description (its name, kind, label, range or options) that travels to the
-page in the explorer's config; ``attention_lab/static/engine/mount.js`` builds the slider, toggle, menu or
-text box from it, in the hosted book and in every kernel's view. :meth:`Control.accept` checks a value
-the way the page's box checks it, with the same words: every message is a template of :data:`MESSAGES`
-(or an explorer's own ``messages``), filled by :func:`say`, which the page's ``format.js`` mirrors.
-
-The argument checks of the explorers' constructors (:func:`whole`, :func:`positive`,
-:func:`one_sequence`) raise ``ValueError`` in the reader's words. See CONTRIBUTING.md, "The explorers".
+"""An explorer's controls and words, written once: a :class:`Control` travels to the page in the config,
+where the engine builds it; every message is a template of :data:`MESSAGES` filled by :func:`say`, as the
+page's ``format.js`` fills it. Then the argument checks of the explorers' constructors (ValueError, in the
+reader's words). See CONTRIBUTING.md, "The explorers".
 """
 
 from __future__ import annotations
@@ -129,9 +123,7 @@ def _whole(raw) -> int | None:
     # a whole number given as an int, a float such as 8.0, or its digits as text (as a number box gives)
     if isinstance(raw, bool):
         return None
-    if isinstance(raw, (int, np.integer)):
-        return int(raw)
-    if isinstance(raw, float) and raw.is_integer():
+    if isinstance(raw, (int, np.integer)) or isinstance(raw, float) and raw.is_integer():
         return int(raw)
     if isinstance(raw, str) and re.fullmatch(r"\s*-?\d+\s*", raw):
         return int(raw)

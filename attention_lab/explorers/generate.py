@@ -3,7 +3,7 @@ one likeliest character a step, and each head's weights over the rows of its cac
 
 from __future__ import annotations
 
-from attention_lab.explorers.base import BadInput, Explorer, text_ids
+from attention_lab.explorers.base import BadInput, Explorer, follow_line
 from attention_lab.explorers.controls import Control, say, text_box
 from attention_lab.explorers.heads import HeadsExplorer
 
@@ -49,14 +49,12 @@ class GenerateExplorer(Explorer):
     def page(self):
         return {**self.inner.page(), "max_prompt": MAX_PROMPT}
 
-    def follow(self, name, values):
-        return self.inner.follow(name, values)
+    follow = follow_line
 
     def compute(self, values):
         chars = values["line"] or values["text"]
         if len(chars) > MAX_PROMPT:
             raise BadInput(say(self.messages["prompt_too_long"], max_prompt=MAX_PROMPT, n=len(chars)))
-        text_ids(chars, self.block_size)  # a character outside the vocabulary is named here
         result = self.inner.compute({"line": "", "text": chars, "removed": -1})
         for _ in range(values["step"]):  # the likeliest character, lowest index first on a tie
             chars += result["top"][0][0]
@@ -65,5 +63,4 @@ class GenerateExplorer(Explorer):
         result["written"] = chars
         return result
 
-    def draw_picture(self, fig, values, result):
-        self.inner.draw_picture(fig, values, result)
+    draw_picture = HeadsExplorer.draw_picture  # every head's weights side by side, as chapter 7's

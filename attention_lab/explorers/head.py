@@ -74,18 +74,15 @@ class HeadExplorer(Explorer):
             text_ids(text, self.block_size)
         except BadInput as err:
             raise ValueError(str(err)) from None
-        self.engine = not self.learner or self._learner_builds_like_reference()
+        try:  # the engine draws a learner's Head itself when it is built as Fig. 6 builds it
+            self.engine = not self.learner or learner.run(learner.like_reference, self.Head, self.block_size)
+        except BadInput:  # the first picture says what is wrong
+            self.engine = False
         controls = [d_k(self.max_head_size), length(self.block_size, "T (characters used)"), seed_box(),
                     text_box("type characters of Shakespeare")]
         values = {"head_size": whole("head_size", head_size, 1, self.max_head_size), "T": len(text),
                   "seed": seed, "text": text}
         super().__init__(controls, values)
-
-    def _learner_builds_like_reference(self) -> bool:
-        try:
-            return learner.run(learner.like_reference, self.Head, self.block_size)
-        except BadInput:  # the first picture says what is wrong
-            return False
 
     def page(self):
         config = {"block_size": self.block_size, **vocabulary(), "engine": self.engine, "kernel": self.learner}

@@ -5,24 +5,15 @@ from __future__ import annotations
 
 import torch
 
-from attention_lab.explorers.base import (Explorer, checked_lines, follow_line,
-                                         floats, text_ids, unpack, vocabulary, weights_of)
-from attention_lab.explorers.controls import Control, a_kind, text_box, toggle
+from attention_lab import plots, text, training
+from attention_lab.explorers.base import (Explorer, checked_lines, checked_model, follow_line,
+                                         floats, text_ids, text_rows, unpack, vocabulary, weights_of)
+from attention_lab.explorers.controls import Control, text_box, toggle
 
-TOP = 3  # next characters named in the caption and listed in the panel (TOP_PANEL)
-TOP_PANEL = 3
-
-
-def _checked_model(model):
-    parts = ("token_table", "position_table", "attn", "lm_head")
-    missing = [part for part in parts if not hasattr(model, part)]
-    if hasattr(model, "attn"):
-        missing += [f"attn.{part}" for part in ("c_attn", "c_proj", "n_head") if not hasattr(model.attn, part)]
-    if missing:
-        raise ValueError(f"model must be chapter 7's model, with a token_table, a position_table, an attn "
-                         f"(c_attn, c_proj, n_head) and an lm_head, as attention_lab.training.load_multi() "
-                         f"gives; got {a_kind(model)} without {', '.join(missing)}.")
-    return model
+TOP = 3  # next characters named in the caption and listed in the panel
+MODEL = {"token_table": (), "position_table": (), "attn": ("c_attn", "c_proj", "n_head"), "lm_head": ()}
+WANTED = ("chapter 7's model, with a token_table, a position_table, an attn (c_attn, c_proj, n_head) and an "
+          "lm_head, as attention_lab.training.load_multi() gives")
 
 
 def tables(model) -> dict:
@@ -66,19 +57,14 @@ class HeadsExplorer(Explorer):
     layout = {"max_cell": 1.6, "per_row": 2, "numbers_hidden": True}
 
     def __init__(self, model=None, lines=None):
-        from attention_lab import text, training
-
-        self.model = _checked_model(model if model is not None else training.load_multi())
+        model = training.load_multi() if model is None else model
+        self.model = checked_model("model", model, MODEL, WANTED)
         self.block_size = self.model.position_table.weight.shape[0]
         self.n_head = int(self.model.attn.n_head)
-        if lines is None:
-            lines = list(dict.fromkeys(text.validation_lines(self.block_size)))[:4]
-        self.lines = checked_lines(lines, self.block_size)
+        self.lines = lines = checked_lines(lines, self.block_size, 4)
         self.vocab = text.vocab()
         self.tables = tables(self.model)
-        self.unpacked = {
-            "heads": [{k: unpack(t) for k, t in head.items()} for head in self.tables["heads"]],
-            **{k: unpack(self.tables[k]) for k in ("c_proj", "lm_head", "lm_bias")}}
+        self.unpacked = {k: unpack(self.tables[k]) for k in ("c_proj", "lm_head", "lm_bias")}
         shown = "{c1!r} {p1:.2f}, {c2!r} {p2:.2f}, {c3!r} {p3:.2f}"
         self.caption = ("removed", {
             gone: (f"attention weights of the {self.n_head} trained heads over the {{n:character}} {{tokens!r}}"
@@ -91,7 +77,7 @@ class HeadsExplorer(Explorer):
         super().__init__(controls, {"line": lines[0], "text": lines[0], "removed": -1})
 
     def page(self):
-        return {"block_size": self.block_size, **vocabulary(), "n_head": self.n_head, "top": TOP_PANEL,
+        return {"block_size": self.block_size, **vocabulary(), "n_head": self.n_head, "top": TOP,
                 "panel": {"title": "next character", "alt": "the model's likeliest next characters"},
                 "model": self.tables}
 
@@ -102,9 +88,8 @@ class HeadsExplorer(Explorer):
         ids = text_ids(chars, self.block_size)
         T, u = len(ids), self.unpacked
         weights, outs = [], []
-        for h, head in enumerate(u["heads"]):
-            q, k, v = ((head[f"tok_{p}"][ids].double() + head[f"pos_{p}"][:T].double()).float()
-                       for p in ("query", "key", "value"))  # (T, hs) each, float32 as the page holds them
+        for h, head in enumerate(self.tables["heads"]):
+            q, k, v = (text_rows(head, p, ids) for p in ("query", "key", "value"))  # (T, hs) each
             w = weights_of(q, k)  # (T, T)
             out = (w.double() @ v.double()).float()  # (T, hs)
             weights.append(w)
@@ -113,18 +98,16 @@ class HeadsExplorer(Explorer):
         y = (side.double() @ u["c_proj"].double().T).float()  # (T, C): W_O
         logits = (y[-1].double() @ u["lm_head"].double().T + u["lm_bias"].double()).float()  # (vocab,)
         probs = torch.softmax(logits.double(), dim=-1).float()
-        order = sorted(range(len(probs)), key=lambda i: (-float(probs[i]), i))[:TOP_PANEL]
+        order = sorted(range(len(probs)), key=lambda i: (-float(probs[i]), i))[:TOP]
         top = [(self.vocab[i], float(probs[i])) for i in order]
         fields = {"n": T}
-        for n, (ch, p) in enumerate(top[:TOP], start=1):
+        for n, (ch, p) in enumerate(top, start=1):
             fields[f"c{n}"], fields[f"p{n}"] = ch, p
         matrix = torch.stack(weights).numpy()  # (n_head, T, T)
         return {"matrix": matrix, "tokens": chars, "fields": fields, "probs": probs.numpy(), "top": top,
                 "pictures": [{"matrix": m, "title": f"head {h}"} for h, m in enumerate(matrix)]}
 
     def draw_picture(self, fig, values, result):
-        from attention_lab import plots
-
         axes = fig.subplots(1, self.n_head)
         for h, ax in enumerate(axes):
             plots.attention_heatmap(result["matrix"][h], ax=ax, tokens=result["tokens"], title=f"head {h}",

@@ -1,25 +1,21 @@
-"""A learner's ``Head`` in chapter 5's explorer: built and run in a child process that is stopped after
-:data:`HEAD_TIME_LIMIT_S`, so a loop that never ends (even one that catches every exception) cannot hang
-the kernel. Whatever goes wrong becomes a :class:`~attention_lab.explorers.controls.BadInput` message.
-
-Where the system has no ``fork`` (Windows) the Head runs in the kernel itself and nothing can stop it:
-the messages then say to interrupt the kernel (:data:`HANG_NOTE`).
+"""A learner's ``Head`` in chapter 5's explorer, built and run in a child process stopped after
+:data:`HEAD_TIME_LIMIT_S` (in the kernel where there is no ``fork``, its messages then ending in
+:data:`HANG_NOTE`); whatever goes wrong is a :class:`~attention_lab.explorers.controls.BadInput` message.
+CONTRIBUTING.md, "The explorers", says why.
 """
 
 from __future__ import annotations
 
 import io
-import json
+import multiprocessing
 import os
-import select
-import signal
+import pickle
 import sys
-import time
 
 import torch
 import torch.nn as nn
 
-from attention_lab.explorers.base import C, floats, head_weights, unpack
+from attention_lab.explorers.base import C, head_weights
 from attention_lab.explorers.controls import BadInput, a_kind
 from attention_lab.reference import ReferenceHead
 from attention_lab.text import vocab
@@ -60,15 +56,14 @@ def like_reference(Head, block_size: int) -> bool:
     mine, ref = build(Head, 3, block_size, 0)[2], build(ReferenceHead, 3, block_size, 0)[2]
     for part in PARTS:
         a, b = getattr(mine, part, None), getattr(ref, part)
-        if not isinstance(a, nn.Linear) or a.bias is not None or a.weight.shape != b.weight.shape \
-                or not torch.equal(a.weight, b.weight):
+        if not isinstance(a, nn.Linear) or a.bias is not None or not torch.equal(a.weight, b.weight):
             return False
     tril = getattr(mine, "tril", None)
     return isinstance(tril, torch.Tensor) and torch.equal(tril, ref.tril)
 
 
 def one_setting(Head, d: int, block_size: int, seed: int, ids: list[int]) -> dict:
-    """The learner's head for one setting: its q, k, v and weights for the text ``ids`` (float32 arrays),
+    """The learner's head for one setting: its q, k, v and weights for the text ``ids`` (float32 tensors),
     after checking that ``forward`` returns ``weights @ value(x)``."""
     tok, pos, head = build(Head, d, block_size, seed)
     missing = [n for n in (*PARTS, "tril") if not hasattr(head, n)]
@@ -94,7 +89,7 @@ def one_setting(Head, d: int, block_size: int, seed: int, ids: list[int]) -> dic
         raise BadInput(f"your Head.forward raised {type(err).__name__}: {err}. Fix forward (compare with "
                        "Fig. 6), then build the explorer again.") from None
     check_output(out, expected)
-    return {"weights": weights[0], **{part[0]: t[0] for part, t in parts.items()}}
+    return {"weights": weights[0].float(), **{part[0]: t[0].float() for part, t in parts.items()}}
 
 
 def check_output(out, expected: torch.Tensor) -> None:
@@ -137,73 +132,37 @@ def run(fn, *args):
             return fn(*args)
         except BadInput as err:
             raise BadInput(f"{err} {HANG_NOTE}") from None
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: run, answer in one JSON line, and leave without running the kernel's exit code
-        try:
-            os.close(read)
-            sys.stdout = sys.stderr = io.StringIO()  # the kernel's streams belong to the parent
-            torch.set_num_threads(1)
-            try:
-                answer = {"ok": _encode(fn(*args))}
-            except BadInput as err:
-                answer = {"bad": str(err)}
-            except BaseException as err:  # noqa: BLE001  SystemExit, KeyboardInterrupt: all a message
-                answer = {"bad": f"your Head raised {type(err).__name__}: {err}. Fix it, then build the explorer again."}
-            data = json.dumps(answer).encode()
-            while data:
-                data = data[os.write(write, data):]
-        finally:
-            os._exit(0)
-    os.close(write)
+    answers, send = multiprocessing.Pipe(duplex=False)
+    child = multiprocessing.get_context("fork").Process(target=_child, args=(send, fn, args))
+    child.start()
+    send.close()
     try:
-        data = _read_until(read, time.monotonic() + HEAD_TIME_LIMIT_S)
-    finally:
-        os.close(read)
-        _stop(pid)
-    if data is None:
-        raise BadInput(f"your Head ran for more than {HEAD_TIME_LIMIT_S:g} s and was stopped: look for a loop "
-                       "that never ends, or for far more work than the few matrix products of Fig. 6. The kernel "
-                       "is fine: fix it, then build the explorer again.")
-    try:
-        answer = json.loads(data)
-    except ValueError:
+        if not answers.poll(HEAD_TIME_LIMIT_S):
+            raise BadInput(f"your Head ran for more than {HEAD_TIME_LIMIT_S:g} s and was stopped: look for a "
+                           "loop that never ends, or for far more work than the few matrix products of "
+                           "Fig. 6. The kernel is fine: fix it, then build the explorer again.")
+        answer = pickle.loads(answers.recv_bytes())  # plain pickle: torch's own would share memory
+    except EOFError:
         raise BadInput("your Head ended its process before it answered (it may call os._exit or crash Python): "
                        "fix it, then build the explorer again.") from None
+    finally:
+        answers.close()
+        child.kill()
+        child.join()
     if "bad" in answer:
         raise BadInput(answer["bad"])
-    return _decode(answer["ok"])
+    return answer["ok"]
 
 
-def _read_until(fd: int, deadline: float) -> bytes | None:
-    chunks = []
-    while True:
-        left = deadline - time.monotonic()
-        if left <= 0 or not select.select([fd], [], [], left)[0]:
-            return None
-        chunk = os.read(fd, 1 << 16)
-        if not chunk:  # the child closed its end: all is read
-            return b"".join(chunks)
-        chunks.append(chunk)
-
-
-def _stop(pid: int) -> None:
+def _child(send, fn, args) -> None:
+    # the child process: run fn and send its answer; the kernel's streams belong to the parent
+    sys.stdout = sys.stderr = io.StringIO()
+    torch.set_num_threads(1)
     try:
-        os.kill(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    os.waitpid(pid, 0)
-
-
-def _encode(value):
-    if isinstance(value, dict):
-        return {k: _encode(v) for k, v in value.items()}
-    return floats(value, snapped=False) if isinstance(value, torch.Tensor) else value
-
-
-def _decode(value):
-    if isinstance(value, dict) and set(value) == {"shape", "b64"}:
-        return unpack(value)
-    if isinstance(value, dict):
-        return {k: _decode(v) for k, v in value.items()}
-    return value
+        answer = {"ok": fn(*args)}
+    except BadInput as err:
+        answer = {"bad": str(err)}
+    except BaseException as err:  # noqa: BLE001  SystemExit, KeyboardInterrupt: all a message
+        answer = {"bad": f"your Head raised {type(err).__name__}: {err}. Fix it, then build the explorer "
+                         "again."}
+    send.send_bytes(pickle.dumps(answer))

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 
-from attention_lab.explorers.base import Explorer, entropy_bits, floats, snap, weights_of
+from attention_lab import plots
+from attention_lab.explorers.base import Explorer, floats, snap, weights_of
 from attention_lab.explorers.controls import d_k, toggle, whole
 
 POWERS_OF_TWO = (1, 2, 4, 8, 16, 32, 64, 128)
@@ -55,14 +57,14 @@ class ScalingExplorer(Explorer):
         d = values["head_size"]
         weights = weights_of(self.q[:, :d], self.k[:, :d], mask=False, scale=values["scale"]).numpy()  # no mask here
         variance = float(self.variance[d - 1]) / (d if values["scale"] else 1)
+        p = weights.astype(float)
+        entropy = -(p * np.log2(np.where(p > 0, p, 1.0))).sum(axis=1)  # bits, a row each; 0 log 0 is 0
         return {"matrix": weights, "variance": variance,
                 "fields": {"mean_max": float(weights.max(axis=1).mean()), "inverse": 1 / math.sqrt(d),
-                           "mean_entropy": float(entropy_bits(weights).mean()),
+                           "mean_entropy": float(entropy.mean()),
                            "uniform": math.log2(len(weights)), "variance": variance}}
 
     def draw_picture(self, fig, values, result):
-        from attention_lab import plots
-
         fig.subplots_adjust(left=0.08, right=0.97, bottom=0.2, top=0.9, wspace=0.45)
         ax, ax_var = fig.subplots(1, 2, width_ratios=[1.3, 1])
         plots.attention_heatmap(result["matrix"], ax=ax)

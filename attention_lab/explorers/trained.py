@@ -4,22 +4,15 @@
 from __future__ import annotations
 
 import numpy as np
-import torch
 
-from attention_lab.explorers.base import (Explorer, checked_lines, follow_line,
-                                         projections, text_ids, unpack, vocabulary, weights_of)
-from attention_lab.explorers.controls import Control, a_kind, text_box, toggle
+from attention_lab import training
+from attention_lab.explorers.base import (Explorer, checked_lines, checked_model, follow_line,
+                                         projections, text_ids, text_rows, vocabulary, weights_of)
+from attention_lab.explorers.controls import Control, text_box, toggle
 
-
-def _checked_model(name: str, model):
-    missing = [part for part in ("token_table", "position_table", "head") if not hasattr(model, part)]
-    if hasattr(model, "head"):
-        missing += [f"head.{part}" for part in ("key", "query", "value", "tril") if not hasattr(model.head, part)]
-    if missing:
-        raise ValueError(f"{name} must be chapter 6's model, with a token_table, a position_table and a head "
-                         f"(key, query, value, tril), as attention_lab.training.load_trained() gives; got "
-                         f"{a_kind(model)} without {', '.join(missing)}.")
-    return model
+MODEL = {"token_table": (), "position_table": (), "head": ("key", "query", "value", "tril")}  # what it needs
+WANTED = ("chapter 6's model, with a token_table, a position_table and a head (key, query, value, tril), as "
+          "attention_lab.training.load_trained() gives")
 
 
 class TrainedExplorer(Explorer):
@@ -42,19 +35,15 @@ class TrainedExplorer(Explorer):
     figsize = (6.0, 5.4)  # room for 32 characters on each axis
 
     def __init__(self, trained=None, untrained=None, lines=None):
-        from attention_lab import text, training
-
         shipped = training.load_trained() if trained is None or untrained is None else None
-        self.models = {True: _checked_model("trained", trained or shipped.trained),
-                       False: _checked_model("untrained", untrained or shipped.untrained)}
+        self.models = {True: checked_model("trained", trained or shipped.trained, MODEL, WANTED),
+                       False: checked_model("untrained", untrained or shipped.untrained, MODEL, WANTED)}
         sizes = {flag: m.position_table.weight.shape for flag, m in self.models.items()}
         if sizes[True] != sizes[False]:
             raise ValueError(f"trained and untrained must be the same model before and after training; their "
                              f"position tables differ: {tuple(sizes[True])} and {tuple(sizes[False])}.")
         self.block_size = sizes[True][0]
-        if lines is None:
-            lines = list(dict.fromkeys(text.validation_lines(self.block_size)))[:6]
-        self.lines = checked_lines(lines, self.block_size)
+        self.lines = lines = checked_lines(lines, self.block_size, 6)
         controls = [Control("line", "select", "line", options=tuple((s, s) for s in lines) + (("(your own text)", ""),)),
                     text_box(f"up to {self.block_size} characters"),
                     toggle("trained", "head", [("trained", True), ("untrained", False)])]
@@ -71,14 +60,8 @@ class TrainedExplorer(Explorer):
     def compute(self, values):
         chars = values["line"] or values["text"]
         ids = text_ids(chars, self.block_size)
-        q, k = (self._rows(values["trained"], part, ids) for part in ("query", "key"))
+        q, k = (text_rows(self.tables[values["trained"]], part, ids) for part in ("query", "key"))
         w = weights_of(q, k).numpy()  # (T, T)
         T = len(ids)
         back = (w * np.maximum(np.subtract.outer(np.arange(T), np.arange(T)), 0)).sum(-1).mean()
         return {"matrix": w, "tokens": chars, "fields": {"n": T, "own": float(np.trace(w) / T), "back": float(back)}}
-
-    def _rows(self, trained: bool, part: str, ids: list[int]) -> torch.Tensor:
-        # a position's projection from the page's float32 tables: its character's row plus its position's,
-        # summed and stored as float32, as the engine does
-        tok, pos = unpack(self.tables[trained][f"tok_{part}"]), unpack(self.tables[trained][f"pos_{part}"])
-        return (tok[ids].double() + pos[: len(ids)].double()).float()

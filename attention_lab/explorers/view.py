@@ -1,10 +1,6 @@
-"""The page engine's files, package data of ``attention_lab`` (``attention_lab/static/engine/``).
-
-One copy serves every place an explorer is drawn: :func:`engine_source` is the classic-script bundle the
-hosted book loads (``book/_ext/page_explorers.py`` writes it, with ``page.js``, into the built book as
-``_static/engine/explorers.js``, :func:`page_source`), and :func:`esm` is the same bundle with ``view.js`` appended, the ES module
-of every explorer's widget view (anywidget) in JupyterLab, Notebook 7, VS Code, Binder and Colab. A wheel
-carries the files, so a pip-installed package draws the same explorers.
+"""The page engine's files, package data of ``attention_lab`` (``attention_lab/static/engine/``): one
+bundle for the hosted book (:func:`page_source`) and every kernel's widget view (:func:`esm`). See
+CONTRIBUTING.md, "The explorers".
 """
 
 from __future__ import annotations

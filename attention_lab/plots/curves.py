@@ -12,6 +12,18 @@ from matplotlib.ticker import NullFormatter
 
 from .heatmaps import TICK_PX, _pt, new_figure
 
+
+def _labelled(ax, xlabel: str, ylabel: str | None = None, legend: str | None = None, **grid) -> None:
+    """Name ``ax``'s axes, size its ticks, draw its grid (``grid``: where) and its legend (at ``legend``)."""
+    ax.set_xlabel(xlabel)
+    if ylabel is not None:
+        ax.set_ylabel(ylabel)
+    ax.tick_params(labelsize=_pt(TICK_PX))
+    ax.grid(alpha=0.3, **grid)
+    if legend is not None:
+        ax.legend(fontsize=_pt(TICK_PX), loc=legend)
+
+
 def variance_panel(ax, d_values: Sequence[int], variances: Sequence[float], words: dict):
     """Draw Var(q·k) against d_k, raw and divided by d_k (= the variance of q·k/√d_k), on log-log
     axes; return the ring marker placed at the current d_k (chapter 3's explorer, whose ``panel`` gives
@@ -57,11 +69,8 @@ def saturation_curves(scales: Sequence[float], largest: dict, gradient: dict,
             ax.plot(scales, np.round(np.asarray(ys, dtype=float), 4), color=color, lw=1.8, label=name)
         for s in marks:
             ax.axvline(s, color="0.45", ls=":", lw=1)
-        ax.set_xlabel("scale s of the logits")
-        ax.set_ylabel(ylabel)
         ax.set_xlim(min(scales), max(scales))
-        ax.tick_params(labelsize=_pt(TICK_PX))
-        ax.grid(alpha=0.3)
+        _labelled(ax, "scale s of the logits", ylabel)
     ax_w.set_ylim(0, 1.02)
     ax_g.set_ylim(bottom=0)
     ax_w.set_title("the softmax saturates", fontsize=_pt(12))
@@ -114,9 +123,7 @@ def loss_curves(steps: Sequence[int], curves: dict, levels: dict | None = None,
             pad = 0.08 * (max(shown) - min(shown))
             ax.set_ylim(min(shown) - pad, max(shown) + pad)
             ax.set_title(f"from step {zoom_from:,}, zoomed in", fontsize=_pt(12))
-        ax.set_xlabel("training step")
-        ax.tick_params(labelsize=_pt(TICK_PX))
-        ax.grid(alpha=0.3)
+        _labelled(ax, "training step")
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, fontsize=_pt(TICK_PX), loc="outside lower center", ncols=len(curves) * 2,
                frameon=False)
@@ -148,12 +155,9 @@ def distance_bars(profiles: dict, max_distance: int = 8, level: tuple[str, float
     if level is not None:
         ax.axhline(level[1], color="0.45", ls=":", lw=1, label=level[0])
     ax.set_xticks(range(max_distance))
-    ax.set_xlabel("distance back from the query (characters)")
-    ax.set_ylabel("mean attention weight")
     ax.set_ylim(0, 1)
-    ax.tick_params(labelsize=_pt(TICK_PX))
-    ax.grid(alpha=0.3, axis="y")
-    ax.legend(fontsize=_pt(TICK_PX), loc="upper right")
+    _labelled(ax, "distance back from the query (characters)", "mean attention weight", "upper right",
+              axis="y")
     return fig
 
 
@@ -189,11 +193,8 @@ def same_vs_different(pairs: dict) -> Figure:
     ax.set_yscale("log")
     ax.set_xlim(low, 1)
     ax.set_ylim(low, 1)
-    ax.set_xlabel("mean weight on a key with another character")
-    ax.set_ylabel("mean weight on a key with the same character")
-    ax.tick_params(labelsize=_pt(TICK_PX))
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=_pt(TICK_PX), loc="lower right")
+    _labelled(ax, "mean weight on a key with another character",
+              "mean weight on a key with the same character", "lower right")
     return fig
 
 
@@ -217,9 +218,5 @@ def cost_curves(T_values: Sequence[int], curves: dict) -> Figure:
     ax.set_yscale("log")
     ax.yaxis.set_minor_formatter(NullFormatter())  # the decades only: 2 x 10^4 ... crowd the axis
     ax.set_xticks(T_values, [str(t) for t in T_values])
-    ax.set_xlabel("T, characters in the window")
-    ax.set_ylabel("multiply-adds per character")
-    ax.tick_params(labelsize=_pt(TICK_PX))
-    ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize=_pt(TICK_PX), loc="upper left")
+    _labelled(ax, "T, characters in the window", "multiply-adds per character", "upper left", which="both")
     return fig

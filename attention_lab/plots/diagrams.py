@@ -5,6 +5,7 @@ and a whole head (:func:`head_diagram`, chapter 5).
 from __future__ import annotations
 
 from matplotlib.figure import Figure
+from matplotlib.patches import FancyArrowPatch, FancyBboxPatch, Rectangle
 
 from .heatmaps import CSS_DPI, _pt, new_figure
 
@@ -36,8 +37,6 @@ def _diagram(width_units: float, height_units: float, y_down: bool):
 def _box(ax, cx, cy, w, h, title, lines, kind):
     """A rounded box of colour FILL[kind], its title in bold and lines of text under it; returns its
     left and right edges. A line ending in ``.T`` is code: monospace."""
-    from matplotlib.patches import FancyBboxPatch
-
     ax.add_patch(FancyBboxPatch((cx - w / 2, cy - h / 2), w, h, boxstyle="round,pad=0,rounding_size=7",
                                 facecolor=FILL[kind], edgecolor="#444444", linewidth=1.1,
                                 linestyle="--" if kind == "buffer" else "-"))
@@ -53,16 +52,12 @@ def _box(ax, cx, cy, w, h, title, lines, kind):
 
 
 def _arrow(ax, start, end):
-    from matplotlib.patches import FancyArrowPatch
-
     ax.add_patch(FancyArrowPatch(start, end, arrowstyle="-|>", mutation_scale=12, color="#444444",
                                  linewidth=1.2, shrinkA=2, shrinkB=2))
 
 
 def _legend(ax, kinds, x, y, dx, dy):
     """One swatch and label per kind, starting at (x, y), each (dx, dy) from the last."""
-    from matplotlib.patches import Rectangle
-
     for n, kind in enumerate(kinds):
         sx, sy = x + n * dx, y + n * dy
         ax.add_patch(Rectangle((sx, sy - 7), 20, 14, facecolor=FILL[kind], edgecolor="#444444", linewidth=0.9,

@@ -1,8 +1,5 @@
 """Heatmaps: one (T, T) matrix (:func:`attention_heatmap`) or several side by side (:func:`show_heatmaps`),
 the colour scales they share, and the figure every picture starts from (:func:`new_figure`).
-
-Chapters 1, 2 and 5 draw with :func:`attention_heatmap`, chapters 4 and 6 with :func:`show_heatmaps`;
-an explorer's picture for a front end without widgets is an :func:`attention_heatmap` too.
 """
 
 from __future__ import annotations
@@ -12,6 +9,7 @@ from collections.abc import Sequence
 from importlib.resources import files
 
 import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import ListedColormap, Normalize
 from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator
@@ -78,15 +76,9 @@ def new_figure(figsize=(3.6, 3.2), pyplot: bool = False, layout: str | None = No
 
         fig = plt.figure(figsize=figsize, dpi=CSS_DPI, facecolor="white", layout=layout)
     else:
-        from matplotlib.backends.backend_agg import FigureCanvasAgg
-
         fig = Figure(figsize=figsize, dpi=CSS_DPI * SCALE, facecolor="white", layout=layout)
         FigureCanvasAgg(fig)
     return fig
-
-
-def _number(v: float, fmt: str) -> str:
-    return "−∞" if np.isneginf(v) else fmt.format(v).replace("-", "−")
 
 
 def _heatmap(ax, arr: np.ndarray, kind: str = "weights", limit: float | None = None, colorbar: bool = True,
@@ -96,14 +88,14 @@ def _heatmap(ax, arr: np.ndarray, kind: str = "weights", limit: float | None = N
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {sorted(KINDS)}; got {kind!r}")
     cmap_name, label, fmt = KINDS[kind]
-    if kind == "scores":
-        limit = 1.0 if limit is None else float(limit)
-        norm = Normalize(-limit, limit)
-    else:
-        norm = Normalize(0.0, 1.0)
+    norm = Normalize(-limit, limit) if kind == "scores" else Normalize(0.0, 1.0)
+    n_rows, n_cols = arr.shape
+    if tokens is not None and not (len(tokens) == n_rows == n_cols):
+        raise ValueError(f"tokens must give one character per position: expected {n_cols}, got {len(tokens)}")
     cmap = ListedColormap(COLOUR_MAPS[cmap_name], name=cmap_name).with_extremes(bad=MASKED)
+    shown = np.ma.masked_invalid(arr)  # -inf (a masked score) takes the grey "bad" colour
     # "nearest" keeps each cell a crisp square at any size
-    im = ax.imshow(np.zeros((1, 1)), cmap=cmap, norm=norm, interpolation="nearest")
+    im = ax.imshow(shown, cmap=cmap, norm=norm, interpolation="nearest")
     ax.set_xlabel("key position")
     ax.set_ylabel("query position")
     # fixed label places: matplotlib otherwise measures every tick label on every draw
@@ -114,20 +106,16 @@ def _heatmap(ax, arr: np.ndarray, kind: str = "weights", limit: float | None = N
         bar = ax.figure.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
         bar.set_label(colorbar_label or label)
         bar.ax.tick_params(labelsize=_pt(TICK_PX))
-    n_rows, n_cols = arr.shape
-    if tokens is not None and not (len(tokens) == n_rows == n_cols):
-        raise ValueError(f"tokens must give one character per position: expected {n_cols}, got {len(tokens)}")
     if annotate is None:
         annotate = max(n_rows, n_cols) <= ANNOTATE_MAX_T
-    shown = np.ma.masked_invalid(arr)  # -inf (a masked score) takes the grey "bad" colour
-    im.set_data(shown)
-    im.set_extent((-0.5, n_cols - 0.5, n_rows - 0.5, -0.5))
     labels = None if tokens is None else [token_label(ch) for ch in tokens]
     if annotate:
         colors = cmap(norm(shown))
         for i in range(n_rows):
             for j in range(n_cols):
-                ax.text(j, i, _number(arr[i, j], fmt), ha="center", va="center", color=contrast_color(colors[i, j]),
+                v = arr[i, j]
+                number = "−∞" if np.isneginf(v) else fmt.format(v).replace("-", "−")  # a true minus sign
+                ax.text(j, i, number, ha="center", va="center", color=contrast_color(colors[i, j]),
                         fontsize=_pt(CELL_PX))
     for axis, n in ((ax.xaxis, n_cols), (ax.yaxis, n_rows)):
         step = 1 if labels is not None or n <= 16 else max(1, n // 8)  # every position while legible

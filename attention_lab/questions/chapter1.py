@@ -6,14 +6,10 @@ import math
 
 import torch
 
-from attention_lab.questions.forms import choice_question, fmt, number_question, question, within
+from attention_lab.questions.forms import choice_question, fmt, number_question, question
 
 
 EULER_GAMMA = 0.5772156649015329  # the Euler–Mascheroni constant: 1 + 1/2 + ... + 1/T ≈ ln T + γ
-
-
-def _tril(T):
-    return torch.tril(torch.ones(T, T))
 
 
 @question("ch1-reach")
@@ -56,7 +52,7 @@ def ch1_reach(w, x, b=0, t=3):
 @question("ch1-column")
 def ch1_column(w):
     T = len(w)
-    tril = _tril(T)
+    tril = torch.tril(torch.ones(T, T))
     right = w[:, 0].sum()
     return number_question(
         "ch1-column", "1.2", "w[:, 0].sum(), the weight position 0 gets from all rows together", right,

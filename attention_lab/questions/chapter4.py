@@ -7,7 +7,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from attention_lab.questions.forms import cells_question, choice_question, fmt, number_question, question, within
+from attention_lab.questions.forms import cells_question, choice_question, fmt, number_question, question
 
 
 @question("ch4-row-one")

@@ -104,7 +104,7 @@ def read_cells(answer, size):
     bad = [p for p in pairs if len(p) != 2 or not all(isinstance(n, int) and 0 <= n < size for n in p)]
     if bad:
         return f"{bad[0]!r} is not a cell: give (row, column) pairs of whole numbers from 0 to {size - 1}"
-    return sorted({(i, j) for i, j in pairs})
+    return sorted([i, j] for i, j in set(pairs))
 
 
 def digest(config: dict) -> str:
@@ -195,7 +195,6 @@ def check(qid: str, answer) -> Verdict:
         cells = read_cells(answer, c["size"])
         if isinstance(cells, str):
             return Verdict(False, cells)
-        cells = [list(p) for p in cells]
         if not cells:
             return Verdict(False, "you marked no cell: list the cells you mark, such as [(0, 1), (2, 3)]")
         found = next((a for a in c["answers"] if a["cells"] == cells), None)
