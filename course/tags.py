@@ -9,6 +9,7 @@ STUB = "exercise-stub"  # the cell a learner fills in; hidden in the book (with 
 BOOTSTRAP = "bootstrap"  # the first cell, which installs the helper package on Colab
 REMOVE_CELL, REMOVE_INPUT, REMOVE_OUTPUT = "remove-cell", "remove-input", "remove-output"
 HIDE_CELL, HIDE_INPUT, HIDE_OUTPUT = "hide-cell", "hide-input", "hide-output"
+IGNORE_OUTPUT = "nbval-ignore-output"  # nbval runs the cell but does not compare its output ("Excused cells")
 # tags that only mean something to the book's build
 BOOK_TAGS = {REMOVE_CELL, REMOVE_INPUT, REMOVE_OUTPUT, HIDE_CELL, HIDE_INPUT, HIDE_OUTPUT}
 # a code cell that calls a check of attention_lab.checks

@@ -22,7 +22,8 @@ import os
 import nbformat
 import pytest
 
-IGNORE_TAG = "nbval-ignore-output"
+from course.tags import IGNORE_OUTPUT as IGNORE_TAG
+
 # torch's own kernels and its BLAS (MKL) as an AVX2 CPU runs them: ATen's capability, MKL's code path and
 # instruction set, oneDNN's (an AVX-512 machine otherwise rounds matrix products in another order)
 CPU_SWITCHES = {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "COMPATIBLE", "MKL_ENABLE_INSTRUCTIONS": "AVX2",

@@ -34,3 +34,26 @@ def test_executing_twice_writes_identical_bytes_and_no_widget_state(tmp_path):
     assert set(out["data"]) == {"text/plain", "image/png"}, "the view's model id (new every run) was stored"
     assert "".join(out["data"]["text/plain"]) == "AverageExplorer(T=2)"
     assert out["metadata"]["attention_lab_page"]["explorer"] == "average", "the explorer's config was not stored"
+
+
+@pytest.mark.slow
+def test_an_excused_cell_keeps_its_stored_output_until_its_code_changes(tmp_path):
+    # a timing, tagged nbval-ignore-output: a new run prints another number, which make outputs must not store
+    path = tmp_path / "09_test.ipynb"
+    timing = new_code_cell("import time\nprint(time.perf_counter_ns())", metadata={"tags": ["nbval-ignore-output"]})
+    nbformat.write(new_notebook(cells=[timing, new_code_cell("print(time.perf_counter_ns())")]), path)
+    nbtool.execute(path)
+
+    def printed():
+        nb = nbformat.read(path, as_version=4)
+        return ["".join(o.get("text", "")) for c in nb.cells[1:] for o in c.outputs]
+
+    first = printed()
+    nbtool.execute(path)
+    again = printed()
+    assert again[0] == first[0] and again[1] != first[1], (first, again)
+    nb = nbformat.read(path, as_version=4)
+    nb.cells[1].source += "\nprint('changed')"
+    nbformat.write(nb, path)
+    nbtool.execute(path)
+    assert printed()[0] != first[0], "an excused cell whose code changed kept its old output"

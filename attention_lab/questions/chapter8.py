@@ -29,7 +29,7 @@ def ch8_offset(past, T, block_size):
 
 
 @question("ch8-ratio")
-def ch8_ratio(full, cached, T):
+def ch8_ratio(full, cached, T, C):
     """How many times the multiply-adds of a full window of T a cached decode step does."""
     right = full / cached
     return number_question(
@@ -42,5 +42,8 @@ def ch8_ratio(full, cached, T):
                  f"W_O and lm_head, which the full window does {T} times and the cache once, and a cached "
                  f"step still reads all {T} keys."),
          (T / 2, f"the window is {T} characters now, not {T // 2} on average: this is one step at T = {T}."),
-         (1, f"the cache computes one query, key and value where the full window computes {T} of each.")],
+         (1, f"the cache computes one query, key and value where the full window computes {T} of each."),
+         (full / (cached - 2 * T * C), f"that leaves out the cached step's own attention: its one query still "
+                                       f"meets all {T} keys and weighs {T} values, 2 · {T} · {C} = "
+                                       f"{2 * T * C:,} of its {cached:,} multiply-adds.")],
         {"abs": 0.5})
