@@ -103,13 +103,6 @@ def _sizes(subject, C, hs, bs):
     return feed, hs or found, T, c, f"C={c}, head_size={found} (from its projections); " + said
 
 
-def _many(name, kind, sizes, n, hs) -> Diagnosis:
-    line = Verdict(None, f"{n} heads side by side (n_head = {n}), each of size {hs}: diagnose reads "
-                         f"one head at a time, and each of these is read on its own in the many-heads "
-                         f"chapter; diagnose one head (a module with n_head = 1)")
-    return Diagnosis(name, kind, sizes, line, heads=n)
-
-
 def _diagnose(obj, C, hs, bs) -> Diagnosis:
     name = getattr(obj, "__name__", None) or type(obj).__name__
     try:
@@ -122,7 +115,11 @@ def _diagnose(obj, C, hs, bs) -> Diagnosis:
         except _Unusable as exc:
             return Diagnosis(name, subject.kind, "sizes unknown", Verdict(False, str(exc)))
         if isinstance(feed, _Many):
-            return _many(name, subject.kind, sizes, feed.n, feed.hs)
+            n = feed.n
+            return Diagnosis(name, subject.kind, sizes, Verdict(
+                None, f"{n} heads side by side (n_head = {n}), each of size {feed.hs}: diagnose reads one "
+                f"head at a time, and each of these is read on its own in the many-heads chapter; diagnose "
+                f"one head (a module with n_head = 1)"), heads=n)
         head = _Head(subject, feed, 2, T, hs, C)
         if feed is not None:
             try:
@@ -164,14 +161,6 @@ class _HeadFeed:
 
     def __init__(self, feed, j: int, hs: int, width: int):
         self.feed, self.width, self.columns = feed, width, slice(j * hs, (j + 1) * hs)
-
-    @property
-    def order(self):
-        return self.feed.order
-
-    @order.setter
-    def order(self, value):
-        self.feed.order = value
 
     def attend(self, q, k, v):
         whole = []

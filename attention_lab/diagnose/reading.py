@@ -1,11 +1,9 @@
 """Reading one head: every line of the card, measured (for :func:`attention_lab.diagnose`).
 
 :func:`read_head` fills a :class:`.card.Diagnosis` from a :class:`_Head`, a head it can run on inputs
-and, through a feed (:mod:`.subject`), on q, k and v of its choosing. Nothing assumes the weights'
-form: the softmax axis is the one whose sums are constant; the scale is read from how the weights
-move when q is doubled (a bias, a fill or a mask on the scores cancels out); causality is measured at
-several T; what is left (a bias, a fill, a float16 softmax, a factor on the output) is named after.
-A reader of several heads can build one :class:`_Head` a head and call :func:`read_head` on each.
+and, through a feed (:mod:`.subject`), on q, k and v of its choosing; the weights are read as
+:mod:`.weights` says, causality is measured at several T. A module of several heads is read one
+:class:`_Head` a head.
 """
 from __future__ import annotations
 

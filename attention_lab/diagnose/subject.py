@@ -2,18 +2,8 @@
 
 :class:`_Subject` runs the head: a module on a new copy at every call (so state it keeps between calls
 never blurs a reading), in ``eval()``; a function as it is. Its q, k and v are found by watching what
-its input goes through, and a *feed* makes the head compute with q, k and v of our choosing:
-
-- :class:`_LinearFeed`: nn.Linear layers first fed x (three, or one fused whose output's thirds are q,
-  k and v), their outputs replaced through forward hooks;
-- :class:`_ParamFeed`: bare nn.Parameter matrices (``x @ W`` or ``F.linear(x, W)``), set on the copy so
-  that one-hot positions x give the q, k, v wanted;
-- :class:`_MHAFeed`: an ``nn.MultiheadAttention`` with one head, its packed projection set the same way
-  and its inputs replaced by one-hot positions (its ``out_proj`` is made the identity: the head is read
-  at that layer's input);
-- :class:`_QKVFeed`: a function of (q, k, v), called with them.
-
-:func:`_locate` picks the feed, or says the module holds several heads (:class:`_Many`).
+its input goes through, and a *feed* (``_LinearFeed``, ``_ParamFeed``, ``_MHAFeed``, ``_QKVFeed``) makes
+the head compute with q, k and v of our choosing; :func:`_locate` picks the feed.
 """
 from __future__ import annotations
 
@@ -132,12 +122,6 @@ class _Subject:
                         m.out_proj.bias.zero_()
         return module
 
-    def linears(self, on) -> dict[str, nn.Linear]:
-        """The nn.Linear layers of a run, by name (a function's are named after their root)."""
-        roots = [on] if on is not None else self.roots
-        return {(f"{i}." if on is None else "") + n: m for i, r in enumerate(roots)
-                for n, m in r.named_modules() if isinstance(m, nn.Linear)}
-
     def call(self, *inputs, on=None, replace=None, pre=None):
         """One run on ``inputs``: (the head's raw result, [(layer name, its input, its output)]).
 
@@ -145,7 +129,10 @@ class _Subject:
         for a forward pre-hook (with kwargs) that changes a module's inputs."""
         target = self.instance() if on is None else on
         calls, hooks = [], []
-        for name, layer in self.linears(target).items():
+        roots = [target] if target is not None else self.roots  # a function's layers: named after their root
+        linears = {(f"{i}." if target is None else "") + n: m for i, r in enumerate(roots)
+                   for n, m in r.named_modules() if isinstance(m, nn.Linear)}
+        for name, layer in linears.items():
             def hook(m, i, out, name=name):
                 calls.append((name, i[0], out))
                 return replace.get(name) if replace else None
@@ -203,11 +190,6 @@ class _LinearFeed:
     def __init__(self, subject, names: list[str], C: int):
         self.subject, self.names, self.C, self.order = subject, names, C, [0, 1, 2]
 
-    def _pieces(self, outs: dict) -> list:
-        if len(self.names) == 1:
-            return list(outs[self.names[0]].chunk(3, dim=-1))
-        return [outs[n] for n in self.names]
-
     def attend(self, q, k, v):
         pieces = [None] * 3
         for i, t in zip(self.order, (q, k, v)):
@@ -218,7 +200,9 @@ class _LinearFeed:
 
     def qkv_of(self, inputs):
         _, calls = self.subject.call(*[t.clone() for t in inputs])
-        pieces = self._pieces({name: o for name, _, o in calls})
+        outs = {name: o for name, _, o in calls}
+        fused = len(self.names) == 1
+        pieces = outs[self.names[0]].chunk(3, dim=-1) if fused else [outs[n] for n in self.names]
         return tuple(pieces[i] for i in self.order)
 
 
@@ -263,8 +247,6 @@ class _ParamFeed:
 
 class _MHAFeed:
     """An nn.MultiheadAttention with one head, at ``name`` in the module ("" for the module itself)."""
-
-    order = [0, 1, 2]
 
     def __init__(self, subject, name: str):
         self.subject, self.name = subject, name
