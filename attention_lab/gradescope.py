@@ -104,16 +104,13 @@ def grade(root: Path) -> dict:
         result = _judge(spec, source, work, job)
         if "route" not in result:
             return _results(spec, result.get("verdicts", {}), result.get("reason", ""))
-        older = source / "releases" / "v0.2.0"
-        if result["route"] is None and (older / SPEC).is_file():
-            old = json.loads((older / SPEC).read_text(encoding="utf-8"))
-            result = _judge(old, older, work, {**job, "force": True})
-            return _results(old, result.get("verdicts", {}), result.get("reason", ""),
-                            "This is a v0.2.0 handout (it carries no release mark): graded by v0.2.0's rules.")
-        if result["route"] is None:
-            result = _judge(spec, source, work, {**job, "force": True})
-            return _results(spec, result.get("verdicts", {}), result.get("reason", ""),
-                            "This is a v0.2.0 handout (it carries no release mark): graded by this release's rules.")
+        if result["route"] is None:  # a v0.2.0 handout: by the v0.2.0 rules the zip carries, else by these
+            older = source / "releases" / "v0.2.0"
+            rules, whose = (older, "v0.2.0's") if (older / SPEC).is_file() else (source, "this release's")
+            spec = json.loads((rules / SPEC).read_text(encoding="utf-8"))
+            result = _judge(spec, rules, work, {**job, "force": True})
+            note = f"This is a v0.2.0 handout (it carries no release mark): graded by {whose} rules."
+            return _results(spec, result.get("verdicts", {}), result.get("reason", ""), note)
         other = str(result["route"].get("release"))[:60]
         return _results(spec, {}, f"this notebook was handed out with release {other}; this autograder is release "
                                   f"{spec.get('release')}: upload that release's autograder, or use make grade")

@@ -2,17 +2,13 @@
 
     python judge.py CONFIG.json     # then one JSON line per submission on stdin, one result line out
 
-Started by ``course/grade.py`` and ``attention_lab/gradescope.py`` under its own limits. For each submission
-it validates the notebook (nothing of it runs here), starts the sandboxed :mod:`attention_lab.observe`,
-sends it the code cells and, after each exercise's check cell, calls that check here, strict, with the
-batch's seed, which never leaves this process; every call the check makes of the learner's code goes to the
-notebook and back (:mod:`attention_lab.remote`). What the notebook reports of *how* it computed could be
-forged, so an answer failing only on how is judged again with every method requirement met. The notebook's
-time counts only while the judge waits for it. CONTRIBUTING.md ("Graded editions") has the rest.
+Started by ``course/grade.py`` and ``attention_lab/gradescope.py`` under its own limits. The seed never
+leaves this process; how a submission is judged is in CONTRIBUTING.md ("Graded editions").
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -38,7 +34,6 @@ RECEIVED = 512 * 2**20  # bytes of tensors one submission may hand the judge in 
 MEMORY = 3 * 2**30  # bytes of address space for the judge's own process
 LOG_TAIL = 64 * 1024  # bytes of what a notebook prints kept for the log (its end)
 MARK = "attention_lab"  # the notebook metadata that names the release a graded edition belongs to
-JudgeError = remote.JudgeError
 
 
 class Refused(Exception):
@@ -91,26 +86,8 @@ def validate(path: Path, stem: str) -> tuple[list[str], dict | None]:
     return sources, mark
 
 
-def _called(source: str) -> set[str]:
-    """The names of the checks a cell calls."""
-    return set(re.findall(r"\b(check_\w+)\s*\(", source))
-
-
 # ---------------------------------------------------------------------------------------------------
 # the sandboxed notebook
-
-
-class Clock:
-    """The notebook's own time: only the seconds the judge waits for it count."""
-
-    def __init__(self, limit: float):
-        self.limit, self.used = limit, 0.0
-
-    def left(self) -> float:
-        return self.limit - self.used
-
-    def spent(self, seconds: float) -> None:
-        self.used += seconds
 
 
 class Tail(threading.Thread):
@@ -136,7 +113,7 @@ class Tail(threading.Thread):
 class Notebook:
     """The sandboxed process that runs one notebook, and the judge's end of its socket."""
 
-    def __init__(self, config: dict, clock: Clock, scratch: Path):
+    def __init__(self, config: dict, limit: float, scratch: Path):
         ours, theirs = socket.socketpair()
         cmd = [str(a).replace("{fd}", str(theirs.fileno())) for a in config["launcher"]]
         self.process = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -144,28 +121,22 @@ class Notebook:
                                         env=config.get("env"), start_new_session=True)
         theirs.close()
         self.socket, self.log = ours, Tail(self.process.stdout)
-        self.channel = wire.Channel(ours, budget=RECEIVED, clock=clock)
+        self.channel = wire.Channel(ours, budget=RECEIVED, limit=limit)  # its time: what the judge waits
 
     def ask(self, message: dict) -> tuple[dict, list]:
         self.channel.send(message)
         return self.channel.receive()
 
-    def end(self, graceful: bool) -> int | None:
+    def end(self, graceful: bool) -> None:
         """Stop the process (and everything it started): asked to, when it still answers, else at once."""
-        status = None
-        try:
+        with contextlib.suppress(OSError, subprocess.TimeoutExpired):
             if graceful:
                 self.channel.send({"op": "exit"})
-                status = self.process.wait(timeout=10)
-        except (OSError, subprocess.TimeoutExpired):
-            pass
-        try:
+                self.process.wait(timeout=10)
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(self.process.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
         self.process.wait()
         self.socket.close()
-        return status if status is not None else self.process.returncode
 
     def last_line(self) -> str:
         lines = [line for line in self.log.text().splitlines() if line.strip()]
@@ -198,7 +169,7 @@ def run_check(session: remote.Session, name: str, args: list, seed: int) -> tupl
                 return False, first
             first = str(failed)
             continue
-        except JudgeError as exc:
+        except remote.JudgeError as exc:
             return False, first or str(exc)
         except wire.WireError:
             raise
@@ -229,7 +200,7 @@ def judge_question(notebook: Notebook, session: remote.Session, question: dict, 
         try:
             args = [session.unpack(v, got) for v in list(reply.get("values", []))[:16]]
             ok, message = run_check(session, check["name"], args, seed)
-        except JudgeError as exc:
+        except remote.JudgeError as exc:
             ok, message = False, str(exc)
         passed &= ok
         messages.append(message)
@@ -246,16 +217,16 @@ def grade(job: dict, config: dict) -> dict:
     if not job.get("force") and (mark is None or mark.get("rules") != config.get("release", {}).get("rules")):
         return {**result, "route": mark}  # another release's notebook: course/grade.py finds its rules
     limit = float(config.get("timeout") or spec.get("timeout") or 20)
-    clock = Clock(limit)
     scratch = Path(config["scratch"]) / f"s{job.get('n')}"
     scratch.mkdir(parents=True)
     if config.get("owner") is not None:  # the user the notebook runs as (nobody, on Gradescope)
         os.chown(scratch, config["owner"], config["owner"])
-    notebook = Notebook(config, clock, scratch)
-    stops = {}
+    notebook = Notebook(config, limit, scratch)
+    called = [set(re.findall(r"\b(check_\w+)\s*\(", source)) for source in cells]  # the checks of each cell
+    stops = {}  # code cells run -> the questions judged then: after the first cell that calls their checks
     for q in spec["questions"]:
         names = {c["name"] for c in q["checks"]}
-        stops.setdefault(next((i + 1 for i, s in enumerate(cells) if _called(s) & names), len(cells)), []).append(q)
+        stops.setdefault(next((i + 1 for i, c in enumerate(called) if c & names), len(cells)), []).append(q)
     log, verdicts = [], {}
     try:
         with remote.Session(notebook.channel) as session:
@@ -279,7 +250,7 @@ def grade(job: dict, config: dict) -> dict:
         notebook.end(graceful=not result["reason"])
         remove(scratch)
     log = [*log[:100], *([f"stopped: {result['reason']}"] if result["reason"] else [])]
-    return {**result, "verdicts": verdicts, "seconds": round(clock.used, 1),
+    return {**result, "verdicts": verdicts, "seconds": round(notebook.channel.waited, 1),
             "log": "\n".join(log) + "\n--- what the notebook printed ---\n" + notebook.log.text()}
 
 
@@ -306,10 +277,8 @@ def _peak() -> int:
 
 
 def _reset_peak() -> None:
-    try:
+    with contextlib.suppress(OSError):
         Path("/proc/self/clear_refs").write_text("5")
-    except OSError:
-        pass
 
 
 def main(argv: list[str] | None = None) -> int:

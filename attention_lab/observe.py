@@ -29,10 +29,6 @@ else:  # a script beside wire.py, with a release's own attention_lab on the path
     import wire
 
 
-def _name(obj) -> str:
-    return str(getattr(obj, "__name__", None) or type(obj).__name__)[:200]
-
-
 def _parameters(fn) -> list[str]:
     try:
         return [p for p in inspect.signature(fn).parameters][:64]
@@ -70,7 +66,8 @@ class Answerer:
             return {"k": "dict", "items": [[k, self.pack(v, tensors, depth + 1)]
                                            for k, v in list(value.items())[:wire.MAX_ITEMS]]}
         if callable(value):
-            return {"k": "fn", "h": self.handle(value), "name": _name(value), "params": _parameters(value)}
+            name = str(getattr(value, "__name__", None) or type(value).__name__)[:200]
+            return {"k": "fn", "h": self.handle(value), "name": name, "params": _parameters(value)}
         return {"k": "other", "type": type(value).__name__[:200]}
 
     # values in -------------------------------------------------------------------------------------
@@ -161,9 +158,7 @@ class Answerer:
         if outcome["kind"] == "returned":
             outcome["value"] = self.pack(result, out)
         changed = {i: wire.pack_tensor(args[i], out) for i, before in given.items() if not _same(before, args[i])}
-        modules = [m for m in [fn, *args, *(x for a in args if type(a) in (list, tuple) for x in a)]
-                   if isinstance(m, nn.Module)]
-        states = [wire.module_state(m, out) for m in dict.fromkeys(modules)]
+        states = [wire.module_state(m, out) for m in wire.modules(fn, args)]
         self.channel.send({"op": "result", "outcome": outcome, "watch": _watch(watch), "states": states,
                            "changed": [[i, entry] for i, entry in changed.items()]}, out)
 
@@ -201,8 +196,8 @@ def _watch(watch) -> dict | None:
     }
 
 
-def serve(fd: int) -> int:
-    channel = wire.Channel(socket.socket(fileno=fd))
+def main() -> int:
+    channel = wire.Channel(socket.socket(fileno=int(sys.argv[1])))
     torch.set_num_threads(1)
     from IPython.core.interactiveshell import InteractiveShell
 
@@ -235,11 +230,6 @@ def serve(fd: int) -> int:
             answerer.copy(request)
         else:
             return 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    return serve(int(argv[0]))
 
 
 if __name__ == "__main__":

@@ -1,10 +1,8 @@
 """The judge's stand-ins for the notebook's objects, and the ``_run`` that forwards each call to them.
 
-:meth:`Session.run` replaces ``checks._run`` in the judge: every call a check makes of the learner's code
-goes to :mod:`attention_lab.observe` and what comes back is rebuilt as plain data: tensors; modules as
-real ``torch.nn`` modules, or as stand-ins of the learner's class name holding its state, whose forward,
-hooks and copies are forwarded too; functions and classes as stand-ins of their name and signature. A
-stand-in's state that the check changed travels before each call, and the state the call left comes back.
+:meth:`Session.run` replaces ``checks._run`` in the judge (CONTRIBUTING.md, "Graded editions", says what is
+rebuilt here). A stand-in's state that the check changed travels before each call, and the state the call
+left comes back.
 """
 
 from __future__ import annotations
@@ -39,14 +37,19 @@ def session() -> "Session":
     return _current
 
 
+def _forward(fn, args: tuple):
+    """A stand-in's call, made in the notebook: what it returned, or its exception raised here."""
+    result, exc, _ = session().run(fn, *args)
+    if exc is not None:
+        raise exc
+    return result
+
+
 class RemoteModule(nn.Module):
     """The base of every stand-in of a learner's module class: its forward runs in the notebook."""
 
     def forward(self, *args):
-        result, exc, _ = session().call(self, args)
-        if exc is not None:
-            raise exc
-        return result
+        return _forward(self, args)
 
 
 class Blind(collections.Counter):
@@ -154,10 +157,7 @@ class Session:
         handle = entry.get("h")
         if handle not in self.proxies:
             def answer(*args, **kwargs):
-                result, exc, _ = session().call(answer, args)
-                if exc is not None:
-                    raise exc
-                return result
+                return _forward(answer, args)
 
             answer.__name__ = answer.__qualname__ = str(entry.get("name", "answer"))[:200]
             names = [str(p) for p in list(entry.get("params", []))[:64] if str(p).isidentifier()]
@@ -198,7 +198,7 @@ class Session:
                 raise JudgeError(f"your module could not be copied: {str(reply.get('message'))[:200]}")
             self._adopt(module, made)
             return {"k": "ref", "h": made, "path": ""}
-        entry = {"k": "new", "h": made, "state": _full_state(module, tensors)}
+        entry = {"k": "new", "h": made, "state": wire.module_state(module, tensors)}
         self._adopt(module, made)
         self.synced[id(module)] = _digest(module)
         return entry
@@ -210,16 +210,13 @@ class Session:
 
     # a call ------------------------------------------------------------------------------------------
 
-    def run(self, fn, *args):
-        """``checks._run(fn, *args)`` for the graded checks: the call, made in the notebook."""
-        return self.call(fn, args)
-
     def check_channel(self) -> None:
         """Raise the channel's error, if it broke during a check (even if the check caught it)."""
         if self.broken is not None:
             raise self.broken
 
-    def call(self, fn, args: tuple):
+    def run(self, fn, *args):
+        """``checks._run(fn, *args)`` for the graded checks: the call, made in the notebook."""
         self.check_channel()
         try:
             return self._call(fn, args)
@@ -231,7 +228,7 @@ class Session:
         """Call the notebook's ``fn(*args)``: (result, exception or None, watch), as ``checks._run`` returns."""
         tensors: list = []
         request = {"op": "call", "fn": self.pack(fn, tensors), "args": [self.pack(a, tensors) for a in args]}
-        modules = _modules(fn, args)
+        modules = wire.modules(fn, args)
         request["states"] = [[*m._remote, wire.module_state(m, tensors)] for m in modules
                              if self.synced.get(id(m)) != _digest(m)]
         if isinstance(fn, nn.Module):
@@ -272,7 +269,7 @@ class Session:
     def outcome(self, fn, reply: dict, got: list):
         outcome = reply.get("outcome") if isinstance(reply.get("outcome"), dict) else {}
         kind, name = outcome.get("kind"), getattr(fn, "__name__", type(fn).__name__)
-        graded = self.graded or _checks()
+        graded = self.graded
         if kind == "not-implemented":
             raise graded._NotYetImplemented(graded._name(fn))
         if kind == "helper-stub" and hasattr(graded, "_HelperStub"):
@@ -285,35 +282,8 @@ class Session:
         return self.unpack(outcome.get("value"), got), None, watch
 
 
-def _checks():
-    from attention_lab import checks
-
-    return checks
-
-
 def _pairs(items) -> list:
     return [tuple(i[-2:]) for i in (items if isinstance(items, list) else []) if isinstance(i, list) and len(i) >= 2]
-
-
-def _modules(fn, args) -> list[nn.Module]:
-    """The modules a call hands the notebook, in the order observe.py hands their states back."""
-    found = [m for m in [fn, *args, *(x for a in args if type(a) in (list, tuple) for x in a)]
-             if isinstance(m, nn.Module)]
-    return list(dict.fromkeys(found))
-
-
-def _full_state(module: nn.Module, tensors: list) -> dict:
-    state = wire.module_state(module, tensors)
-
-    def paths(m, s):
-        cls = type(m)
-        s["path"] = f"{cls.__module__}.{cls.__qualname__}"
-        for name, child in m._modules.items():
-            if child is not None:
-                paths(child, s["children"][name])
-
-    paths(module, state)
-    return state
 
 
 def _exception(outcome: dict) -> Exception:

@@ -43,16 +43,17 @@ class Closed(WireError):
 class Channel:
     """One end of a socket: :meth:`send` and :meth:`receive` whole messages, within the limits.
 
-    ``budget``: bytes this end accepts in all (None: no total limit); ``clock``: if set, each receive
-    adds the seconds it waited, and a receive that would take it past ``clock.limit`` raises Timeout.
+    ``budget``: bytes this end accepts in all (None: no total limit); ``waited``: the seconds its receives
+    waited, and a receive that would take it past ``limit`` seconds (None: no limit) raises Timeout.
     """
 
-    def __init__(self, sock: socket.socket, *, budget: int | None = None, clock=None):
-        self.sock, self.budget, self.clock, self.received = sock, budget, clock, 0
+    def __init__(self, sock: socket.socket, *, budget: int | None = None, limit: float | None = None):
+        self.sock, self.budget, self.limit, self.received, self.waited = sock, budget, limit, 0, 0.0
 
     def send(self, message: dict, tensors: list[torch.Tensor] = ()) -> None:
         raw = [t.detach().reshape(-1).contiguous().view(torch.uint8).numpy() for t in tensors]
-        body = json.dumps({**message, "tensors": [_describe(t) for t in tensors]}).encode("utf-8")
+        shapes = [{"dtype": str(t.dtype).removeprefix("torch."), "shape": list(t.shape)} for t in tensors]
+        body = json.dumps({**message, "tensors": shapes}).encode("utf-8")
         self.sock.sendall(_LENGTH.pack(len(body)) + body)
         for data in raw:
             if data.size:
@@ -87,8 +88,8 @@ class Channel:
         parts, left = [], n
         while left:
             start = time.monotonic()
-            if self.clock is not None:
-                self.sock.settimeout(max(self.clock.left(), 0.001))
+            if self.limit is not None:
+                self.sock.settimeout(max(self.limit - self.waited, 0.001))
             try:
                 chunk = self.sock.recv(min(left, 2**20))
             except TimeoutError:
@@ -96,17 +97,12 @@ class Channel:
             except OSError as exc:
                 raise Closed(f"the channel broke ({exc.strerror})") from None
             finally:
-                if self.clock is not None:
-                    self.clock.spent(time.monotonic() - start)
+                self.waited += time.monotonic() - start
             if not chunk:
                 raise Closed("the other side closed the channel")
             parts.append(chunk)
             left -= len(chunk)
         return b"".join(parts)
-
-
-def _describe(t: torch.Tensor) -> dict:
-    return {"dtype": str(t.dtype).removeprefix("torch."), "shape": list(t.shape)}
 
 
 def _expected(entry) -> tuple[torch.dtype, tuple[int, ...], int]:
@@ -200,6 +196,14 @@ def torch_base(cls: type) -> str:
         if base.__module__.startswith("torch.nn.modules") and getattr(nn, base.__name__, None) is base:
             return f"torch.nn.{base.__name__}"
     return "torch.nn.Module"
+
+
+def modules(fn, args) -> list[nn.Module]:
+    """The modules a call hands the notebook, in the order their states travel back: ``fn``, then the
+    arguments and the items of list and tuple arguments, each once."""
+    found = [m for m in [fn, *args, *(x for a in args if type(a) in (list, tuple) for x in a)]
+             if isinstance(m, nn.Module)]
+    return list(dict.fromkeys(found))
 
 
 def module_state(module: nn.Module, tensors: list, depth: int = 0) -> dict:
