@@ -2,12 +2,9 @@
 
     python -m attention_lab.gradescope [/autograder]    # run_otter.py of the graded edition's zip, as root
 
-The judge (:mod:`attention_lab.judge`) runs as root with the zip's ``grading_spec.json``, made readable
-by root only; the notebook (:mod:`attention_lab.observe`) runs as ``nobody``, with no capabilities and
-limits on memory, file size and time, and can write only its own folder and ``/tmp``. ``results/results.json``
-gets one test per graded exercise, "Exercise N.k", with its point and its check's message. A v0.2.0 handout
-is graded by the v0.2.0 rules the zip carries; another release's notebook is refused in one line. The
-container, fresh for each submission, is the sandbox.
+The judge (:mod:`attention_lab.judge`) runs as root with the zip's ``grading_spec.json``, readable by root
+only; the notebook (:mod:`attention_lab.observe`) as ``nobody`` (book/instructors.md says with which limits).
+``results/results.json`` gets one test per graded exercise, with its point and its check's message.
 """
 
 from __future__ import annotations

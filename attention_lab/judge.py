@@ -138,10 +138,6 @@ class Notebook:
         self.process.wait()
         self.socket.close()
 
-    def last_line(self) -> str:
-        lines = [line for line in self.log.text().splitlines() if line.strip()]
-        return lines[-1][:160] if lines else "no output"
-
 
 # ---------------------------------------------------------------------------------------------------
 # the verdicts
@@ -243,7 +239,9 @@ def grade(job: dict, config: dict) -> dict:
             died = f"the notebook's process died ({exit_status(notebook.process.wait(timeout=5))})"
         except subprocess.TimeoutExpired:
             died = "the notebook's process closed its channel to the grader"
-        result["reason"] = f"{died} before its answers were recorded; its last line: {notebook.last_line()}"
+        lines = [line for line in notebook.log.text().splitlines() if line.strip()]
+        result["reason"] = (f"{died} before its answers were recorded; its last line: "
+                            f"{lines[-1][:160] if lines else 'no output'}")
     except wire.WireError as exc:
         result["reason"] = f"the notebook broke the grader's protocol: {str(exc)[:200]}"
     finally:

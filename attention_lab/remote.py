@@ -59,11 +59,6 @@ class Blind(collections.Counter):
         return 1
 
 
-def _torch_class(name) -> type:
-    cls = getattr(nn, str(name).removeprefix("torch.nn."), None)
-    return cls if isinstance(cls, type) and issubclass(cls, nn.Module) else nn.Module
-
-
 def _digest(module: nn.Module) -> str:
     h = hashlib.sha1()
     for name, m in module.named_modules():
@@ -140,7 +135,8 @@ class Session:
     def build(self, state: dict, tensors: list, handle, path: str, depth: int = 0) -> nn.Module:
         if not isinstance(state, dict) or depth > wire.MAX_DEPTH:
             raise JudgeError("a module not in the grader's format")
-        base = _torch_class(state.get("base"))
+        base = getattr(nn, str(state.get("base")).removeprefix("torch.nn."), None)
+        base = base if isinstance(base, type) and issubclass(base, nn.Module) else nn.Module
         name = str(state.get("cls", "Module"))[:100] or "Module"
         exact = bool(state.get("exact")) and base is not nn.Module and base.__name__ == name
         cls = base if exact else type(name, (RemoteModule, base), {"__module__": "notebook"})
@@ -248,7 +244,8 @@ class Session:
             except wire.WireError as exc:  # a value too large, say: this answer's loss, the channel is fine
                 raise JudgeError(f"your code handed the grader {exc}") from None
             self.synced[id(m)] = _digest(m)
-        for index, entry in _pairs(reply.get("changed")):
+        changed = reply.get("changed") if isinstance(reply.get("changed"), list) else []
+        for index, entry in (tuple(i[-2:]) for i in changed if isinstance(i, list) and len(i) >= 2):
             if type(index) is int and 0 <= index < len(args) and isinstance(args[index], torch.Tensor):
                 args[index].data = self.unpack(entry, got)
         return self.outcome(fn, reply, got)
@@ -275,22 +272,12 @@ class Session:
         if kind == "helper-stub" and hasattr(graded, "_HelperStub"):
             raise graded._HelperStub(str(outcome.get("helper")), NotImplementedError(str(outcome.get("message"))))
         watch = _watch(graded, reply.get("watch") or {}, self.blind)
-        if kind == "raised":
-            return None, _exception(outcome), watch
+        if kind == "raised":  # the learner's exception, by its name and message (its class stays there)
+            message, name = str(outcome.get("message", "")), str(outcome.get("type", "Exception"))[:100]
+            return None, type(name, (Exception,), {"__str__": lambda self: message})(message), watch
         if kind != "returned":
             raise JudgeError(f"`{name}` did not return: {str(outcome.get('message', 'it stopped'))[:300]}")
         return self.unpack(outcome.get("value"), got), None, watch
-
-
-def _pairs(items) -> list:
-    return [tuple(i[-2:]) for i in (items if isinstance(items, list) else []) if isinstance(i, list) and len(i) >= 2]
-
-
-def _exception(outcome: dict) -> Exception:
-    """The learner's exception, by its name and message (its class and code stay in the notebook)."""
-    message = str(outcome.get("message", ""))
-    cls = type(str(outcome.get("type", "Exception"))[:100], (Exception,), {"__str__": lambda self: message})
-    return cls(message)
 
 
 def _watch(graded, seen: dict, blind: bool):

@@ -76,13 +76,9 @@ class Channel:
         if self.budget is not None and self.received + total > self.budget:
             raise WireError(f"more than {self.budget // 2**20} MB of tensors handed to the grader in all")
         self.received += total
-        return message, [self._tensor(*shape) for shape in shapes]
-
-    def _tensor(self, dtype, shape, size) -> torch.Tensor:
-        if size == 0:
-            return torch.empty(shape, dtype=dtype)
-        data = bytearray(self._read(size))
-        return torch.frombuffer(data, dtype=torch.uint8).view(dtype).reshape(shape)
+        payloads = [bytearray(self._read(size)) for _, _, size in shapes]  # in order, each size checked above
+        return message, [torch.frombuffer(data, dtype=torch.uint8).view(dtype).reshape(shape) if data else
+                         torch.empty(shape, dtype=dtype) for data, (dtype, shape, _) in zip(payloads, shapes)]
 
     def _read(self, n: int) -> bytes:
         parts, left = [], n
@@ -190,14 +186,6 @@ def unsimple(entry):
     return entry["v"]
 
 
-def torch_base(cls: type) -> str:
-    """The nearest class of ``torch.nn`` that ``cls`` derives from, as ``torch.nn.Linear``."""
-    for base in cls.__mro__:
-        if base.__module__.startswith("torch.nn.modules") and getattr(nn, base.__name__, None) is base:
-            return f"torch.nn.{base.__name__}"
-    return "torch.nn.Module"
-
-
 def modules(fn, args) -> list[nn.Module]:
     """The modules a call hands the notebook, in the order their states travel back: ``fn``, then the
     arguments and the items of list and tuple arguments, each once."""
@@ -214,8 +202,10 @@ def module_state(module: nn.Module, tensors: list, depth: int = 0) -> dict:
     own = [(n, v) for n, v in list(vars(module).items())[:MAX_ITEMS] if not n.startswith("_")]
     children = list(module._modules.items())[:MAX_ITEMS] if depth < MAX_DEPTH else []
     cls = type(module)
+    base = next((b for b in cls.__mro__ if b.__module__.startswith("torch.nn.modules")  # its nearest nn class
+                 and getattr(nn, b.__name__, None) is b), nn.Module).__name__
     return {
-        "cls": cls.__name__, "path": f"{cls.__module__}.{cls.__qualname__}", "base": torch_base(cls),
+        "cls": cls.__name__, "path": f"{cls.__module__}.{cls.__qualname__}", "base": f"torch.nn.{base}",
         "exact": getattr(nn, cls.__name__, None) is cls, "training": bool(module.training),
         "params": {n: None if p is None else pack_tensor(p, tensors) for n, p in params.items()},
         "buffers": {n: None if b is None else pack_tensor(b, tensors) for n, b in buffers.items()},

@@ -7,7 +7,6 @@ matrices, a one-head ``nn.MultiheadAttention``), a function of ``x``, or one of 
 weights)`` is read at ``out``. A module of several heads in nanoGPT's layout (a fused ``c_attn``, an output
 projection) is read head by head (chapter 7), and the card names the head that fails a line. The module is
 callable: ``from attention_lab import diagnose; diagnose(head)``.
-Its parts: :mod:`.card`, :mod:`.subject` (finding and feeding q, k, v), :mod:`.weights`, :mod:`.reading`.
 The learner's code runs on copies, in ``eval()``, ``no_grad``, inside ``torch.random.fork_rng``.
 """
 
@@ -49,25 +48,11 @@ def diagnose(obj, *, C: int | None = None, head_size: int | None = None,
     return card
 
 
-def _block_size(subject) -> int | None:
-    for t in subject.masks:  # a square 0/1 mask, (bs, bs) or nanoGPT's (1, 1, bs, bs)
-        if t.dim() >= 2 and t.shape[-1] == t.shape[-2] > 1 and ((t == 0) | (t == 1)).all():
-            return int(t.shape[-1])
-    return None
-
-
-def _widths(subject) -> list[int]:
-    """The widths of x worth trying, from the head's layers and matrices."""
-    found = [m.in_features for r in subject.roots for m in r.modules() if isinstance(m, torch.nn.Linear)]
-    found += [m.embed_dim for r in subject.roots for m in r.modules() if isinstance(m, torch.nn.MultiheadAttention)]
-    found += [n for r in subject.roots for p in r.parameters() if p.dim() == 2 for n in p.shape]
-    return list(dict.fromkeys(found))
-
-
 def _sizes(subject, C, hs, bs):
     """(feed, head_size, T = block_size, C, the text of where each came from); raises _Unusable."""
-    if bs is None:
-        bs = _block_size(subject)
+    if bs is None:  # from a square 0/1 mask, (bs, bs) or nanoGPT's (1, 1, bs, bs)
+        bs = next((int(t.shape[-1]) for t in subject.masks
+                   if t.dim() >= 2 and t.shape[-1] == t.shape[-2] > 1 and ((t == 0) | (t == 1)).all()), None)
         said = (f"block_size={bs} (from its mask)" if bs else
                 "block_size not inferred (no square mask found): tested T = 8, pass block_size=")
     else:
@@ -76,7 +61,11 @@ def _sizes(subject, C, hs, bs):
     if subject.takes_qkv:
         return _QKVFeed(subject), hs or 16, T, C, (f"head_size={hs} (given)" if hs else
                                                   "head_size not given: tested with 16") + "; " + said
-    widths = [C] if C else _widths(subject)
+    layers = [m for r in subject.roots for m in r.modules()]
+    widths = [m.in_features for m in layers if isinstance(m, torch.nn.Linear)]  # the widths of x worth trying
+    widths += [m.embed_dim for m in layers if isinstance(m, torch.nn.MultiheadAttention)]
+    widths += [n for r in subject.roots for p in r.parameters() if p.dim() == 2 for n in p.shape]
+    widths = [C] if C else list(dict.fromkeys(widths))
     if not widths:
         raise _Unusable("C not inferred: no nn.Linear or weight matrix found; call diagnose(obj, C=...)")
     errors = []

@@ -224,16 +224,13 @@ class _ParamFeed:
     def __init__(self, subject, names: list[str], C: int, left: bool):
         self.subject, self.names, self.C, self.left, self.order = subject, names, C, left, [0, 1, 2]
 
-    def _set(self, inst, pieces):
-        params = dict(inst.named_parameters())
-        with torch.no_grad():
-            for i, t in zip(self.order, pieces):
-                M = _rows(t, self.C)  # (C, hs)
-                params[self.names[i]].copy_(M.T if self.left else M)
-
     def attend(self, q, k, v):
         def run_one(inst, *pieces):
-            self._set(inst, pieces)
+            params = dict(inst.named_parameters())
+            with torch.no_grad():
+                for i, t in zip(self.order, pieces):
+                    M = _rows(t, self.C)  # (C, hs)
+                    params[self.names[i]].copy_(M.T if self.left else M)
             return self.subject.run(torch.eye(q.shape[1], self.C)[None], on=inst)
 
         return _one_hot_runs(self.subject, q, k, v, run_one)
