@@ -62,16 +62,16 @@ def _judge(spec: dict, package_root: Path, work: Path, job: dict) -> dict:
                 "--bounding-set=-all", "--no-new-privs", "--pdeathsig", "KILL",
                 "prlimit", f"--as={MEMORY}", f"--fsize={FILE_SIZE}", "--core=0", "--",
                 sys.executable, "-s", "-u", str(grader / "observe.py"), "{fd}"]
-    env = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "MPLBACKEND": "Agg", "OMP_NUM_THREADS": "1",
-           "PYTHONPATH": str(package_root), "PYTHONDONTWRITEBYTECODE": "1"}
+    judge_env = {"PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1", "PYTHONPATH": str(package_root),
+                 "PYTHONDONTWRITEBYTECODE": "1"}
+    env = {**judge_env, "HOME": "/tmp", "MPLBACKEND": "Agg"}  # the notebook's
     config = work / f"judge-{len(list(work.glob('judge-*')))}.json"
     config.write_text(json.dumps({"spec": spec, "release": {"rules": spec.get("rules"), "name": spec.get("release")},
                                   "launcher": launcher, "env": env, "scratch": str(work / "runs"), "owner": NOBODY}))
     config.chmod(0o600)
     done = subprocess.run([sys.executable, "-s", str(grader / "judge.py"), str(config)], input=json.dumps(job) + "\n",
                           capture_output=True, text=True, cwd=work, timeout=float(spec.get("timeout", 120)) + 600,
-                          env={"PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1", "PYTHONPATH": str(package_root),
-                               "PYTHONDONTWRITEBYTECODE": "1"})
+                          env=judge_env)
     if done.returncode != 0 or not done.stdout.strip():
         last = (done.stderr.strip().splitlines() or ["no output"])[-1][:160]
         return {"verdicts": {},

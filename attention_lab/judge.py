@@ -225,13 +225,12 @@ def grade(job: dict, config: dict) -> dict:
         stops.setdefault(next((i + 1 for i, c in enumerate(called) if c & names), len(cells)), []).append(q)
     log, verdicts = [], {}
     try:
-        with remote.Session(notebook.channel) as session:
-            notebook.channel.send({"op": "start", "cells": cells})
-            notebook.channel.receive()
-            for stop in sorted(stops):
-                log += list(notebook.ask({"op": "run", "to": stop})[0].get("errors", []))[:100]
-                for q in stops[stop]:
-                    verdicts[q["name"]] = judge_question(notebook, session, q, int(spec["seed"]))
+        session = remote.Session(notebook.channel)
+        notebook.ask({"op": "start", "cells": cells})
+        for stop in sorted(stops):
+            log += list(notebook.ask({"op": "run", "to": stop})[0].get("errors", []))[:100]
+            for q in stops[stop]:
+                verdicts[q["name"]] = judge_question(notebook, session, q, int(spec["seed"]))
     except wire.Timeout:
         result["reason"] = f"timed out: still running after {limit:.0f} s (an endless loop?)"
     except wire.Closed:

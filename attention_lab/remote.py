@@ -28,18 +28,9 @@ class JudgeError(Exception):
     """The notebook's answer cannot be judged; the message says why, for the feedback."""
 
 
-_current = None  # the session of the submission being judged (one at a time per judge process)
-
-
-def session() -> "Session":
-    if _current is None:
-        raise JudgeError("the check called the notebook's code outside a grading session")
-    return _current
-
-
-def _forward(fn, args: tuple):
+def _forward(session: "Session", fn, args: tuple):
     """A stand-in's call, made in the notebook: what it returned, or its exception raised here."""
-    result, exc, _ = session().run(fn, *args)
+    result, exc, _ = session.run(fn, *args)
     if exc is not None:
         raise exc
     return result
@@ -48,8 +39,10 @@ def _forward(fn, args: tuple):
 class RemoteModule(nn.Module):
     """The base of every stand-in of a learner's module class: its forward runs in the notebook."""
 
+    _session: "Session"  # the session that built it, set on each stand-in class
+
     def forward(self, *args):
-        return _forward(self, args)
+        return _forward(self._session, self, args)
 
 
 class Blind(collections.Counter):
@@ -87,15 +80,6 @@ class Session:
         self.fresh = itertools.count(1)
         self.graded, self.blind = None, False  # the checks' copy in use, and whether the method is graded
         self.broken: wire.WireError | None = None  # once the channel broke, nothing more goes over it
-
-    def __enter__(self):
-        global _current
-        _current = self
-        return self
-
-    def __exit__(self, *exc):
-        global _current
-        _current = None
 
     # the notebook's values, here -------------------------------------------------------------------
 
@@ -139,7 +123,8 @@ class Session:
         base = base if isinstance(base, type) and issubclass(base, nn.Module) else nn.Module
         name = str(state.get("cls", "Module"))[:100] or "Module"
         exact = bool(state.get("exact")) and base is not nn.Module and base.__name__ == name
-        cls = base if exact else type(name, (RemoteModule, base), {"__module__": "notebook"})
+        own = {"__module__": "notebook", "_session": self}
+        cls = base if exact else type(name, (RemoteModule, base), own)
         with torch.random.fork_rng(devices=[]):  # nothing is drawn: no __init__ runs
             module = cls.__new__(cls)
             nn.Module.__init__(module)
@@ -153,7 +138,7 @@ class Session:
         handle = entry.get("h")
         if handle not in self.proxies:
             def answer(*args, **kwargs):
-                return _forward(answer, args)
+                return _forward(self, answer, args)
 
             answer.__name__ = answer.__qualname__ = str(entry.get("name", "answer"))[:200]
             names = [str(p) for p in list(entry.get("params", []))[:64] if str(p).isidentifier()]

@@ -241,8 +241,8 @@ def _order_line(r) -> Verdict:
     if not (r.W <= SUPPORT).any() and not _masked(r).any():
         return _unmeasured("nothing is masked")
     if r.after:
-        low, group = float(r.W.sum(-1).min()), "row"
-        return Verdict(False, f"mask after the softmax: a {group} sums to {low:.3f}, "
+        low = float(r.W.sum(-1).min())
+        return Verdict(False, f"mask after the softmax: a row sums to {low:.3f}, "
                               f"not 1; fill the scores with -inf, then take the softmax", low)
     return Verdict(True, "mask before the softmax: each row's weights sum to 1")
 

@@ -65,7 +65,6 @@ class _Subject:
     """The learner's head: a module (run on a new copy each time) or a function (run as it is)."""
 
     def __init__(self, obj):
-        self.name = getattr(obj, "__name__", None) or type(obj).__name__
         self.module, self.fn, found = None, None, {}
         self.proj = None  # the name of an output projection: the head is read at its input
         self.pair = False  # the head returns (out, weights)
