@@ -29,13 +29,6 @@ else:  # a script beside wire.py, with a release's own attention_lab on the path
     import wire
 
 
-def _parameters(fn) -> list[str]:
-    try:
-        return [p for p in inspect.signature(fn).parameters][:64]
-    except (TypeError, ValueError):
-        return []
-
-
 class Answerer:
     """The notebook's namespace and the objects handed out of it, by handle."""
 
@@ -66,8 +59,12 @@ class Answerer:
             return {"k": "dict", "items": [[k, self.pack(v, tensors, depth + 1)]
                                            for k, v in list(value.items())[:wire.MAX_ITEMS]]}
         if callable(value):
+            try:
+                params = list(inspect.signature(value).parameters)[:64]
+            except (TypeError, ValueError):
+                params = []
             name = str(getattr(value, "__name__", None) or type(value).__name__)[:200]
-            return {"k": "fn", "h": self.handle(value), "name": name, "params": _parameters(value)}
+            return {"k": "fn", "h": self.handle(value), "name": name, "params": params}
         return {"k": "other", "type": type(value).__name__[:200]}
 
     # values in -------------------------------------------------------------------------------------

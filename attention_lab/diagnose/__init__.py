@@ -16,6 +16,7 @@ import sys
 import types
 
 import torch
+import torch.nn.functional as F
 
 from .card import VERDICTS, Diagnosis, Verdict, combined
 from .reading import _Head, _heads, read_head
@@ -149,15 +150,10 @@ class _HeadFeed:
     its own columns of the output come back."""
 
     def __init__(self, feed, j: int, hs: int, width: int):
-        self.feed, self.width, self.columns = feed, width, slice(j * hs, (j + 1) * hs)
+        self.feed, self.pad, self.columns = feed, (j * hs, width - (j + 1) * hs), slice(j * hs, (j + 1) * hs)
 
     def attend(self, q, k, v):
-        whole = []
-        for t in (q, k, v):
-            full = torch.zeros(*t.shape[:-1], self.width)
-            full[..., self.columns] = t
-            whole.append(full)
-        return self.feed.attend(*whole)[..., self.columns]
+        return self.feed.attend(*(F.pad(t, self.pad) for t in (q, k, v)))[..., self.columns]
 
     def qkv_of(self, inputs):
         return tuple(t[..., self.columns] for t in self.feed.qkv_of(inputs))
