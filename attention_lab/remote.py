@@ -11,6 +11,7 @@ import collections
 import hashlib
 import inspect
 import itertools
+import json
 import math
 
 import torch
@@ -53,18 +54,11 @@ class Blind(collections.Counter):
 
 
 def _digest(module: nn.Module) -> str:
-    h = hashlib.sha1()
-    for name, m in module.named_modules():
-        h.update(f"{name}:{m.training}".encode())
-        own = [*m._parameters.items(), *m._buffers.items(),
-               *((n, v) for n, v in vars(m).items() if isinstance(v, torch.Tensor) and not n.startswith("_"))]
-        for key, t in own:
-            h.update(key.encode())
-            if t is not None:
-                t = t.detach()
-                h.update(f"{t.dtype}{tuple(t.shape)}{t.device}".encode())
-                if t.device.type != "meta" and t.numel():
-                    h.update(t.contiguous().reshape(-1).view(torch.uint8).numpy().tobytes())
+    """A digest of the state that travels for ``module`` (:func:`wire.module_state`)."""
+    tensors: list = []
+    h = hashlib.sha1(json.dumps(wire.module_state(module, tensors), sort_keys=True).encode())
+    for t in tensors:
+        h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes())
     return h.hexdigest()
 
 
@@ -76,7 +70,6 @@ class Session:
         self.remote: dict = {}  # (handle, path) -> the stand-in (one object per notebook object)
         self.proxies: dict = {}  # handle -> stand-in function or class
         self.synced: dict[int, str] = {}  # id(stand-in) -> digest of the state the notebook has
-        self.kept: list = []  # every object sent, so ids stay unique
         self.fresh = itertools.count(1)
         self.graded, self.blind = None, False  # the checks' copy in use, and whether the method is graded
         self.broken: wire.WireError | None = None  # once the channel broke, nothing more goes over it
@@ -171,7 +164,6 @@ class Session:
         if handle is not None and self.remote.get((handle, path)) is module:
             return {"k": "ref", "h": handle, "path": path}
         made = f"j{next(self.fresh)}"
-        self.kept.append(module)
         if handle is not None:  # the check's copy of the notebook's module: the notebook copies its own
             self.channel.send({"op": "copy", "of": [handle, path], "as": made})
             reply, _ = self.channel.receive()
