@@ -30,11 +30,10 @@ def _results(spec: dict, verdicts: dict, reason: str = "", note: str = "") -> di
         v = verdicts.get(q["name"], {"points": 0, "message": reason})
         tests.append({"name": q["name"], "score": v["points"], "max_score": q["points"],
                       "output": v["message"], "visibility": "visible"})
-    out = {"tests": tests, "score": sum(t["score"] for t in tests)}
     lines = [f"Graded by the rules of release {spec.get('release', '?')}.", note,
              reason and f"Not graded in full: {reason}"]
-    out["output"] = "\n".join(line for line in lines if line)
-    return out
+    output = "\n".join(line for line in lines if line)
+    return {"tests": tests, "score": sum(t["score"] for t in tests), "output": output}
 
 
 def _reachable() -> None:

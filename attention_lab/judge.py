@@ -278,12 +278,11 @@ def _reset_peak() -> None:
         Path("/proc/self/clear_refs").write_text("5")
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if len(argv) != 1:
+def main() -> int:
+    if len(sys.argv) != 2:
         print("usage: python judge.py CONFIG.json  (then one JSON job a line on stdin)", file=sys.stderr)
         return 2
-    config = json.loads(Path(argv[0]).read_text(encoding="utf-8"))
+    config = json.loads(Path(sys.argv[1]).read_text(encoding="utf-8"))
     memory = int(config.get("memory", MEMORY))
     soft, hard = resource.getrlimit(resource.RLIMIT_AS)
     resource.setrlimit(resource.RLIMIT_AS, (memory if hard == resource.RLIM_INFINITY else min(memory, hard), hard))

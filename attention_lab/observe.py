@@ -41,9 +41,16 @@ class Answerer:
 
     def handle(self, obj):
         if id(obj) not in self.handles:
-            self.handles[id(obj)] = len(self.handles)
-            self.objects[self.handles[id(obj)]] = obj
+            self.keep(obj, len(self.handles))
         return self.handles[id(obj)]
+
+    def keep(self, obj, handle):
+        self.objects[handle], self.handles[id(obj)] = obj, handle
+        return obj
+
+    def at(self, handle, path: str = ""):
+        """The object of ``handle``, or its submodule at ``path``."""
+        return self.objects[handle].get_submodule(str(path)) if path else self.objects[handle]
 
     def pack(self, value, tensors: list, depth: int = 0):
         if isinstance(value, torch.Tensor):
@@ -81,13 +88,9 @@ class Answerer:
             items = [self.unpack(e, tensors, depth + 1) for e in entry.get("items", [])]
             return items if kind == "list" else tuple(items)
         if kind == "ref":
-            obj = self.objects[entry.get("h")]
-            return obj.get_submodule(str(entry["path"])) if entry.get("path") else obj
+            return self.at(entry.get("h"), entry.get("path"))
         if kind == "new":  # one of the judge's own modules (a reference head), made here for the notebook
-            module = self.build(entry.get("state", {}), tensors)
-            self.objects[entry.get("h")] = module
-            self.handles[id(module)] = entry.get("h")
-            return module
+            return self.keep(self.build(entry.get("state", {}), tensors), entry.get("h"))
         raise wire.WireError(f"a value of kind {kind!r}")
 
     def build(self, state: dict, tensors: list, depth: int = 0) -> nn.Module:
@@ -117,9 +120,7 @@ class Answerer:
     def copy(self, request: dict) -> None:
         try:
             handle, path = request["of"]
-            original = self.objects[handle].get_submodule(path) if path else self.objects[handle]
-            self.objects[request["as"]] = copied = copy.deepcopy(original)
-            self.handles[id(copied)] = request["as"]
+            self.keep(copy.deepcopy(self.at(handle, path)), request["as"])
             self.channel.send({"op": "copied"})
         except Exception as exc:  # noqa: BLE001 - a learner's module that cannot be copied
             self.channel.send({"op": "error", "type": type(exc).__name__, "message": str(exc)[:1000]})
@@ -129,8 +130,7 @@ class Answerer:
             fn = self.unpack(request["fn"], tensors)
             args = [self.unpack(a, tensors) for a in request.get("args", [])]
             for handle, path, state in request.get("states", []):
-                target = self.objects[handle]
-                wire.apply_state(target.get_submodule(path) if path else target, state, tensors)
+                wire.apply_state(self.at(handle, path), state, tensors)
         except Exception as exc:  # noqa: BLE001 - a request this process cannot follow
             self.channel.send({"op": "error", "type": type(exc).__name__, "message": str(exc)[:1000]})
             return

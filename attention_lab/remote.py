@@ -101,13 +101,13 @@ class Session:
         return type(str(entry.get("type", "object"))[:100], (), {})()  # its type's name, for the message
 
     def module(self, handle, state, tensors: list) -> nn.Module:
-        key = (handle, "")
-        if key in self.remote:
-            wire.apply_state(self.remote[key], state, tensors)
+        module = self.remote.get((handle, ""))
+        if module is None:
+            module = self.build(state, tensors, handle, "")
         else:
-            self.remote[key] = self.build(state, tensors, handle, "")
-        self.synced[id(self.remote[key])] = _digest(self.remote[key])
-        return self.remote[key]
+            wire.apply_state(module, state, tensors)
+        self.synced[id(module)] = _digest(module)
+        return module
 
     def build(self, state: dict, tensors: list, handle, path: str, depth: int = 0) -> nn.Module:
         if not isinstance(state, dict) or depth > wire.MAX_DEPTH:

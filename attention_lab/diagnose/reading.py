@@ -373,7 +373,6 @@ def read_head(card, h: _Head) -> None:
                                     f"masked_fill, not masked_fill_, and x = x * s, not x *= s",
                              changed) if changed else Verdict(True, "leaves its input unchanged"))
     card.eval_dropout = _safe(lambda: _dropout(h))
-    h.W = None
     with _NoDropout():  # the rest is measured with dropout off, whatever the head does
         card.state = _safe(lambda: _state(h))
         if card.state.ok is False and h.subject.module is None:  # no new copy to run: nothing more to read
