@@ -119,16 +119,11 @@ def _diagnose(obj, C, hs, bs) -> Diagnosis:
                 n = 1
             if n > 1:
                 sizes = sizes.replace(f"head_size={hs}", f"{n} heads of size {hs // n}")
-                cards = []
-                for j in range(n):  # each head on its own columns (chapter 7)
-                    one = Diagnosis(name, subject.kind, sizes, Verdict(True, "runs"))
-                    read_head(one, _Head(_OneHead(subject, j, hs // n), _HeadFeed(feed, j, hs // n, hs), 2, T,
-                                         hs // n, C))
-                    cards.append(one)
+                cards = [read_head(_Head(_OneHead(subject, j, hs // n), _HeadFeed(feed, j, hs // n, hs), 2, T,
+                                         hs // n, C), name, subject.kind, sizes)
+                         for j in range(n)]  # each head on its own columns (chapter 7)
                 return combined(name, subject.kind, sizes, cards)
-        card = Diagnosis(name, subject.kind, sizes, Verdict(True, "runs"))
-        read_head(card, head)
-    return card
+        return read_head(head, name, subject.kind, sizes)
 
 
 class _OneHead:

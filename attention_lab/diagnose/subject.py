@@ -190,9 +190,7 @@ class _LinearFeed:
         self.subject, self.names, self.C, self.order = subject, names, C, [0, 1, 2]
 
     def attend(self, q, k, v):
-        pieces = [None] * 3
-        for i, t in zip(self.order, (q, k, v)):
-            pieces[i] = t
+        pieces = [(q, k, v)[self.order.index(i)] for i in range(3)]  # piece order[n] is the n-th of q, k, v
         replace = ({self.names[0]: torch.cat(pieces, dim=-1)} if len(self.names) == 1 else
                    dict(zip(self.names, pieces)))
         return self.subject.run(torch.randn(q.shape[0], q.shape[1], self.C), replace=replace)
