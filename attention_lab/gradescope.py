@@ -2,12 +2,9 @@
 
     python -m attention_lab.gradescope [/autograder]    # run_otter.py of the graded edition's zip, as root
 
-The judge (:mod:`attention_lab.judge`) runs as root with the zip's ``grading_spec.json``, made readable
-by root only; the notebook (:mod:`attention_lab.observe`) runs as ``nobody``, with no capabilities and
-limits on memory, file size and time, and can write only its own folder and ``/tmp``. ``results/results.json``
-gets one test per graded exercise, "Exercise N.k", with its point and its check's message. A v0.2.0 handout
-is graded by the v0.2.0 rules the zip carries; another release's notebook is refused in one line. The
-container, fresh for each submission, is the sandbox.
+The judge (:mod:`attention_lab.judge`) runs as root with the zip's ``grading_spec.json``, readable by root
+only; the notebook (:mod:`attention_lab.observe`) as ``nobody`` (book/instructors.md says with which limits).
+``results/results.json`` gets one test per graded exercise, with its point and its check's message.
 """
 
 from __future__ import annotations
@@ -33,11 +30,10 @@ def _results(spec: dict, verdicts: dict, reason: str = "", note: str = "") -> di
         v = verdicts.get(q["name"], {"points": 0, "message": reason})
         tests.append({"name": q["name"], "score": v["points"], "max_score": q["points"],
                       "output": v["message"], "visibility": "visible"})
-    out = {"tests": tests, "score": sum(t["score"] for t in tests)}
     lines = [f"Graded by the rules of release {spec.get('release', '?')}.", note,
              reason and f"Not graded in full: {reason}"]
-    out["output"] = "\n".join(line for line in lines if line)
-    return out
+    output = "\n".join(line for line in lines if line)
+    return {"tests": tests, "score": sum(t["score"] for t in tests), "output": output}
 
 
 def _reachable() -> None:
@@ -65,16 +61,16 @@ def _judge(spec: dict, package_root: Path, work: Path, job: dict) -> dict:
                 "--bounding-set=-all", "--no-new-privs", "--pdeathsig", "KILL",
                 "prlimit", f"--as={MEMORY}", f"--fsize={FILE_SIZE}", "--core=0", "--",
                 sys.executable, "-s", "-u", str(grader / "observe.py"), "{fd}"]
-    env = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "MPLBACKEND": "Agg", "OMP_NUM_THREADS": "1",
-           "PYTHONPATH": str(package_root), "PYTHONDONTWRITEBYTECODE": "1"}
+    judge_env = {"PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1", "PYTHONPATH": str(package_root),
+                 "PYTHONDONTWRITEBYTECODE": "1"}
+    env = {**judge_env, "HOME": "/tmp", "MPLBACKEND": "Agg"}  # the notebook's
     config = work / f"judge-{len(list(work.glob('judge-*')))}.json"
     config.write_text(json.dumps({"spec": spec, "release": {"rules": spec.get("rules"), "name": spec.get("release")},
                                   "launcher": launcher, "env": env, "scratch": str(work / "runs"), "owner": NOBODY}))
     config.chmod(0o600)
     done = subprocess.run([sys.executable, "-s", str(grader / "judge.py"), str(config)], input=json.dumps(job) + "\n",
                           capture_output=True, text=True, cwd=work, timeout=float(spec.get("timeout", 120)) + 600,
-                          env={"PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1", "PYTHONPATH": str(package_root),
-                               "PYTHONDONTWRITEBYTECODE": "1"})
+                          env=judge_env)
     if done.returncode != 0 or not done.stdout.strip():
         last = (done.stderr.strip().splitlines() or ["no output"])[-1][:160]
         return {"verdicts": {},
@@ -104,16 +100,13 @@ def grade(root: Path) -> dict:
         result = _judge(spec, source, work, job)
         if "route" not in result:
             return _results(spec, result.get("verdicts", {}), result.get("reason", ""))
-        older = source / "releases" / "v0.2.0"
-        if result["route"] is None and (older / SPEC).is_file():
-            old = json.loads((older / SPEC).read_text(encoding="utf-8"))
-            result = _judge(old, older, work, {**job, "force": True})
-            return _results(old, result.get("verdicts", {}), result.get("reason", ""),
-                            "This is a v0.2.0 handout (it carries no release mark): graded by v0.2.0's rules.")
-        if result["route"] is None:
-            result = _judge(spec, source, work, {**job, "force": True})
-            return _results(spec, result.get("verdicts", {}), result.get("reason", ""),
-                            "This is a v0.2.0 handout (it carries no release mark): graded by this release's rules.")
+        if result["route"] is None:  # a v0.2.0 handout: by the v0.2.0 rules the zip carries, else by these
+            older = source / "releases" / "v0.2.0"
+            rules, whose = (older, "v0.2.0's") if (older / SPEC).is_file() else (source, "this release's")
+            spec = json.loads((rules / SPEC).read_text(encoding="utf-8"))
+            result = _judge(spec, rules, work, {**job, "force": True})
+            note = f"This is a v0.2.0 handout (it carries no release mark): graded by {whose} rules."
+            return _results(spec, result.get("verdicts", {}), result.get("reason", ""), note)
         other = str(result["route"].get("release"))[:60]
         return _results(spec, {}, f"this notebook was handed out with release {other}; this autograder is release "
                                   f"{spec.get('release')}: upload that release's autograder, or use make grade")

@@ -2,17 +2,13 @@
 
     python judge.py CONFIG.json     # then one JSON line per submission on stdin, one result line out
 
-Started by ``course/grade.py`` and ``attention_lab/gradescope.py`` under its own limits. For each submission
-it validates the notebook (nothing of it runs here), starts the sandboxed :mod:`attention_lab.observe`,
-sends it the code cells and, after each exercise's check cell, calls that check here, strict, with the
-batch's seed, which never leaves this process; every call the check makes of the learner's code goes to the
-notebook and back (:mod:`attention_lab.remote`). What the notebook reports of *how* it computed could be
-forged, so an answer failing only on how is judged again with every method requirement met. The notebook's
-time counts only while the judge waits for it. CONTRIBUTING.md ("Graded editions") has the rest.
+Started by ``course/grade.py`` and ``attention_lab/gradescope.py`` under its own limits. The seed never
+leaves this process; how a submission is judged is in CONTRIBUTING.md ("Graded editions").
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -38,7 +34,6 @@ RECEIVED = 512 * 2**20  # bytes of tensors one submission may hand the judge in 
 MEMORY = 3 * 2**30  # bytes of address space for the judge's own process
 LOG_TAIL = 64 * 1024  # bytes of what a notebook prints kept for the log (its end)
 MARK = "attention_lab"  # the notebook metadata that names the release a graded edition belongs to
-JudgeError = remote.JudgeError
 
 
 class Refused(Exception):
@@ -91,26 +86,8 @@ def validate(path: Path, stem: str) -> tuple[list[str], dict | None]:
     return sources, mark
 
 
-def _called(source: str) -> set[str]:
-    """The names of the checks a cell calls."""
-    return set(re.findall(r"\b(check_\w+)\s*\(", source))
-
-
 # ---------------------------------------------------------------------------------------------------
 # the sandboxed notebook
-
-
-class Clock:
-    """The notebook's own time: only the seconds the judge waits for it count."""
-
-    def __init__(self, limit: float):
-        self.limit, self.used = limit, 0.0
-
-    def left(self) -> float:
-        return self.limit - self.used
-
-    def spent(self, seconds: float) -> None:
-        self.used += seconds
 
 
 class Tail(threading.Thread):
@@ -136,7 +113,7 @@ class Tail(threading.Thread):
 class Notebook:
     """The sandboxed process that runs one notebook, and the judge's end of its socket."""
 
-    def __init__(self, config: dict, clock: Clock, scratch: Path):
+    def __init__(self, config: dict, limit: float, scratch: Path):
         ours, theirs = socket.socketpair()
         cmd = [str(a).replace("{fd}", str(theirs.fileno())) for a in config["launcher"]]
         self.process = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -144,32 +121,22 @@ class Notebook:
                                         env=config.get("env"), start_new_session=True)
         theirs.close()
         self.socket, self.log = ours, Tail(self.process.stdout)
-        self.channel = wire.Channel(ours, budget=RECEIVED, clock=clock)
+        self.channel = wire.Channel(ours, budget=RECEIVED, limit=limit)  # its time: what the judge waits
 
     def ask(self, message: dict) -> tuple[dict, list]:
         self.channel.send(message)
         return self.channel.receive()
 
-    def end(self, graceful: bool) -> int | None:
+    def end(self, graceful: bool) -> None:
         """Stop the process (and everything it started): asked to, when it still answers, else at once."""
-        status = None
-        try:
+        with contextlib.suppress(OSError, subprocess.TimeoutExpired):
             if graceful:
                 self.channel.send({"op": "exit"})
-                status = self.process.wait(timeout=10)
-        except (OSError, subprocess.TimeoutExpired):
-            pass
-        try:
+                self.process.wait(timeout=10)
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(self.process.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
         self.process.wait()
         self.socket.close()
-        return status if status is not None else self.process.returncode
-
-    def last_line(self) -> str:
-        lines = [line for line in self.log.text().splitlines() if line.strip()]
-        return lines[-1][:160] if lines else "no output"
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -198,7 +165,7 @@ def run_check(session: remote.Session, name: str, args: list, seed: int) -> tupl
                 return False, first
             first = str(failed)
             continue
-        except JudgeError as exc:
+        except remote.JudgeError as exc:
             return False, first or str(exc)
         except wire.WireError:
             raise
@@ -229,7 +196,7 @@ def judge_question(notebook: Notebook, session: remote.Session, question: dict, 
         try:
             args = [session.unpack(v, got) for v in list(reply.get("values", []))[:16]]
             ok, message = run_check(session, check["name"], args, seed)
-        except JudgeError as exc:
+        except remote.JudgeError as exc:
             ok, message = False, str(exc)
         passed &= ok
         messages.append(message)
@@ -246,25 +213,24 @@ def grade(job: dict, config: dict) -> dict:
     if not job.get("force") and (mark is None or mark.get("rules") != config.get("release", {}).get("rules")):
         return {**result, "route": mark}  # another release's notebook: course/grade.py finds its rules
     limit = float(config.get("timeout") or spec.get("timeout") or 20)
-    clock = Clock(limit)
     scratch = Path(config["scratch"]) / f"s{job.get('n')}"
     scratch.mkdir(parents=True)
     if config.get("owner") is not None:  # the user the notebook runs as (nobody, on Gradescope)
         os.chown(scratch, config["owner"], config["owner"])
-    notebook = Notebook(config, clock, scratch)
-    stops = {}
+    notebook = Notebook(config, limit, scratch)
+    called = [set(re.findall(r"\b(check_\w+)\s*\(", source)) for source in cells]  # the checks of each cell
+    stops = {}  # code cells run -> the questions judged then: after the first cell that calls their checks
     for q in spec["questions"]:
         names = {c["name"] for c in q["checks"]}
-        stops.setdefault(next((i + 1 for i, s in enumerate(cells) if _called(s) & names), len(cells)), []).append(q)
+        stops.setdefault(next((i + 1 for i, c in enumerate(called) if c & names), len(cells)), []).append(q)
     log, verdicts = [], {}
     try:
-        with remote.Session(notebook.channel) as session:
-            notebook.channel.send({"op": "start", "cells": cells})
-            notebook.channel.receive()
-            for stop in sorted(stops):
-                log += list(notebook.ask({"op": "run", "to": stop})[0].get("errors", []))[:100]
-                for q in stops[stop]:
-                    verdicts[q["name"]] = judge_question(notebook, session, q, int(spec["seed"]))
+        session = remote.Session(notebook.channel)
+        notebook.ask({"op": "start", "cells": cells})
+        for stop in sorted(stops):
+            log += list(notebook.ask({"op": "run", "to": stop})[0].get("errors", []))[:100]
+            for q in stops[stop]:
+                verdicts[q["name"]] = judge_question(notebook, session, q, int(spec["seed"]))
     except wire.Timeout:
         result["reason"] = f"timed out: still running after {limit:.0f} s (an endless loop?)"
     except wire.Closed:
@@ -272,14 +238,16 @@ def grade(job: dict, config: dict) -> dict:
             died = f"the notebook's process died ({exit_status(notebook.process.wait(timeout=5))})"
         except subprocess.TimeoutExpired:
             died = "the notebook's process closed its channel to the grader"
-        result["reason"] = f"{died} before its answers were recorded; its last line: {notebook.last_line()}"
+        lines = [line for line in notebook.log.text().splitlines() if line.strip()]
+        result["reason"] = (f"{died} before its answers were recorded; its last line: "
+                            f"{lines[-1][:160] if lines else 'no output'}")
     except wire.WireError as exc:
         result["reason"] = f"the notebook broke the grader's protocol: {str(exc)[:200]}"
     finally:
         notebook.end(graceful=not result["reason"])
         remove(scratch)
     log = [*log[:100], *([f"stopped: {result['reason']}"] if result["reason"] else [])]
-    return {**result, "verdicts": verdicts, "seconds": round(clock.used, 1),
+    return {**result, "verdicts": verdicts, "seconds": round(notebook.channel.waited, 1),
             "log": "\n".join(log) + "\n--- what the notebook printed ---\n" + notebook.log.text()}
 
 
@@ -306,18 +274,15 @@ def _peak() -> int:
 
 
 def _reset_peak() -> None:
-    try:
+    with contextlib.suppress(OSError):
         Path("/proc/self/clear_refs").write_text("5")
-    except OSError:
-        pass
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if len(argv) != 1:
+def main() -> int:
+    if len(sys.argv) != 2:
         print("usage: python judge.py CONFIG.json  (then one JSON job a line on stdin)", file=sys.stderr)
         return 2
-    config = json.loads(Path(argv[0]).read_text(encoding="utf-8"))
+    config = json.loads(Path(sys.argv[1]).read_text(encoding="utf-8"))
     memory = int(config.get("memory", MEMORY))
     soft, hard = resource.getrlimit(resource.RLIMIT_AS)
     resource.setrlimit(resource.RLIMIT_AS, (memory if hard == resource.RLIM_INFINITY else min(memory, hard), hard))

@@ -29,17 +29,6 @@ else:  # a script beside wire.py, with a release's own attention_lab on the path
     import wire
 
 
-def _name(obj) -> str:
-    return str(getattr(obj, "__name__", None) or type(obj).__name__)[:200]
-
-
-def _parameters(fn) -> list[str]:
-    try:
-        return [p for p in inspect.signature(fn).parameters][:64]
-    except (TypeError, ValueError):
-        return []
-
-
 class Answerer:
     """The notebook's namespace and the objects handed out of it, by handle."""
 
@@ -52,9 +41,16 @@ class Answerer:
 
     def handle(self, obj):
         if id(obj) not in self.handles:
-            self.handles[id(obj)] = len(self.handles)
-            self.objects[self.handles[id(obj)]] = obj
+            self.keep(obj, len(self.handles))
         return self.handles[id(obj)]
+
+    def keep(self, obj, handle):
+        self.objects[handle], self.handles[id(obj)] = obj, handle
+        return obj
+
+    def at(self, handle, path: str = ""):
+        """The object of ``handle``, or its submodule at ``path``."""
+        return self.objects[handle].get_submodule(str(path)) if path else self.objects[handle]
 
     def pack(self, value, tensors: list, depth: int = 0):
         if isinstance(value, torch.Tensor):
@@ -70,7 +66,12 @@ class Answerer:
             return {"k": "dict", "items": [[k, self.pack(v, tensors, depth + 1)]
                                            for k, v in list(value.items())[:wire.MAX_ITEMS]]}
         if callable(value):
-            return {"k": "fn", "h": self.handle(value), "name": _name(value), "params": _parameters(value)}
+            try:
+                params = list(inspect.signature(value).parameters)[:64]
+            except (TypeError, ValueError):
+                params = []
+            name = str(getattr(value, "__name__", None) or type(value).__name__)[:200]
+            return {"k": "fn", "h": self.handle(value), "name": name, "params": params}
         return {"k": "other", "type": type(value).__name__[:200]}
 
     # values in -------------------------------------------------------------------------------------
@@ -87,13 +88,9 @@ class Answerer:
             items = [self.unpack(e, tensors, depth + 1) for e in entry.get("items", [])]
             return items if kind == "list" else tuple(items)
         if kind == "ref":
-            obj = self.objects[entry.get("h")]
-            return obj.get_submodule(str(entry["path"])) if entry.get("path") else obj
+            return self.at(entry.get("h"), entry.get("path"))
         if kind == "new":  # one of the judge's own modules (a reference head), made here for the notebook
-            module = self.build(entry.get("state", {}), tensors)
-            self.objects[entry.get("h")] = module
-            self.handles[id(module)] = entry.get("h")
-            return module
+            return self.keep(self.build(entry.get("state", {}), tensors), entry.get("h"))
         raise wire.WireError(f"a value of kind {kind!r}")
 
     def build(self, state: dict, tensors: list, depth: int = 0) -> nn.Module:
@@ -123,9 +120,7 @@ class Answerer:
     def copy(self, request: dict) -> None:
         try:
             handle, path = request["of"]
-            original = self.objects[handle].get_submodule(path) if path else self.objects[handle]
-            self.objects[request["as"]] = copied = copy.deepcopy(original)
-            self.handles[id(copied)] = request["as"]
+            self.keep(copy.deepcopy(self.at(handle, path)), request["as"])
             self.channel.send({"op": "copied"})
         except Exception as exc:  # noqa: BLE001 - a learner's module that cannot be copied
             self.channel.send({"op": "error", "type": type(exc).__name__, "message": str(exc)[:1000]})
@@ -135,8 +130,7 @@ class Answerer:
             fn = self.unpack(request["fn"], tensors)
             args = [self.unpack(a, tensors) for a in request.get("args", [])]
             for handle, path, state in request.get("states", []):
-                target = self.objects[handle]
-                wire.apply_state(target.get_submodule(path) if path else target, state, tensors)
+                wire.apply_state(self.at(handle, path), state, tensors)
         except Exception as exc:  # noqa: BLE001 - a request this process cannot follow
             self.channel.send({"op": "error", "type": type(exc).__name__, "message": str(exc)[:1000]})
             return
@@ -161,9 +155,7 @@ class Answerer:
         if outcome["kind"] == "returned":
             outcome["value"] = self.pack(result, out)
         changed = {i: wire.pack_tensor(args[i], out) for i, before in given.items() if not _same(before, args[i])}
-        modules = [m for m in [fn, *args, *(x for a in args if type(a) in (list, tuple) for x in a)]
-                   if isinstance(m, nn.Module)]
-        states = [wire.module_state(m, out) for m in dict.fromkeys(modules)]
+        states = [wire.module_state(m, out) for m in wire.modules(fn, args)]
         self.channel.send({"op": "result", "outcome": outcome, "watch": _watch(watch), "states": states,
                            "changed": [[i, entry] for i, entry in changed.items()]}, out)
 
@@ -201,8 +193,8 @@ def _watch(watch) -> dict | None:
     }
 
 
-def serve(fd: int) -> int:
-    channel = wire.Channel(socket.socket(fileno=fd))
+def main() -> int:
+    channel = wire.Channel(socket.socket(fileno=int(sys.argv[1])))
     torch.set_num_threads(1)
     from IPython.core.interactiveshell import InteractiveShell
 
@@ -235,11 +227,6 @@ def serve(fd: int) -> int:
             answerer.copy(request)
         else:
             return 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    return serve(int(argv[0]))
 
 
 if __name__ == "__main__":

@@ -1,10 +1,8 @@
 """The judge's stand-ins for the notebook's objects, and the ``_run`` that forwards each call to them.
 
-:meth:`Session.run` replaces ``checks._run`` in the judge: every call a check makes of the learner's code
-goes to :mod:`attention_lab.observe` and what comes back is rebuilt as plain data: tensors; modules as
-real ``torch.nn`` modules, or as stand-ins of the learner's class name holding its state, whose forward,
-hooks and copies are forwarded too; functions and classes as stand-ins of their name and signature. A
-stand-in's state that the check changed travels before each call, and the state the call left comes back.
+:meth:`Session.run` replaces ``checks._run`` in the judge (CONTRIBUTING.md, "Graded editions", says what is
+rebuilt here). A stand-in's state that the check changed travels before each call, and the state the call
+left comes back.
 """
 
 from __future__ import annotations
@@ -13,6 +11,7 @@ import collections
 import hashlib
 import inspect
 import itertools
+import json
 import math
 
 import torch
@@ -30,23 +29,21 @@ class JudgeError(Exception):
     """The notebook's answer cannot be judged; the message says why, for the feedback."""
 
 
-_current = None  # the session of the submission being judged (one at a time per judge process)
-
-
-def session() -> "Session":
-    if _current is None:
-        raise JudgeError("the check called the notebook's code outside a grading session")
-    return _current
+def _forward(session: "Session", fn, args: tuple):
+    """A stand-in's call, made in the notebook: what it returned, or its exception raised here."""
+    result, exc, _ = session.run(fn, *args)
+    if exc is not None:
+        raise exc
+    return result
 
 
 class RemoteModule(nn.Module):
     """The base of every stand-in of a learner's module class: its forward runs in the notebook."""
 
+    _session: "Session"  # the session that built it, set on each stand-in class
+
     def forward(self, *args):
-        result, exc, _ = session().call(self, args)
-        if exc is not None:
-            raise exc
-        return result
+        return _forward(self._session, self, args)
 
 
 class Blind(collections.Counter):
@@ -56,24 +53,12 @@ class Blind(collections.Counter):
         return 1
 
 
-def _torch_class(name) -> type:
-    cls = getattr(nn, str(name).removeprefix("torch.nn."), None)
-    return cls if isinstance(cls, type) and issubclass(cls, nn.Module) else nn.Module
-
-
 def _digest(module: nn.Module) -> str:
-    h = hashlib.sha1()
-    for name, m in module.named_modules():
-        h.update(f"{name}:{m.training}".encode())
-        own = [*m._parameters.items(), *m._buffers.items(),
-               *((n, v) for n, v in vars(m).items() if isinstance(v, torch.Tensor) and not n.startswith("_"))]
-        for key, t in own:
-            h.update(key.encode())
-            if t is not None:
-                t = t.detach()
-                h.update(f"{t.dtype}{tuple(t.shape)}{t.device}".encode())
-                if t.device.type != "meta" and t.numel():
-                    h.update(t.contiguous().reshape(-1).view(torch.uint8).numpy().tobytes())
+    """A digest of the state that travels for ``module`` (:func:`wire.module_state`)."""
+    tensors: list = []
+    h = hashlib.sha1(json.dumps(wire.module_state(module, tensors), sort_keys=True).encode())
+    for t in tensors:
+        h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes())
     return h.hexdigest()
 
 
@@ -85,19 +70,9 @@ class Session:
         self.remote: dict = {}  # (handle, path) -> the stand-in (one object per notebook object)
         self.proxies: dict = {}  # handle -> stand-in function or class
         self.synced: dict[int, str] = {}  # id(stand-in) -> digest of the state the notebook has
-        self.kept: list = []  # every object sent, so ids stay unique
         self.fresh = itertools.count(1)
         self.graded, self.blind = None, False  # the checks' copy in use, and whether the method is graded
         self.broken: wire.WireError | None = None  # once the channel broke, nothing more goes over it
-
-    def __enter__(self):
-        global _current
-        _current = self
-        return self
-
-    def __exit__(self, *exc):
-        global _current
-        _current = None
 
     # the notebook's values, here -------------------------------------------------------------------
 
@@ -126,21 +101,23 @@ class Session:
         return type(str(entry.get("type", "object"))[:100], (), {})()  # its type's name, for the message
 
     def module(self, handle, state, tensors: list) -> nn.Module:
-        key = (handle, "")
-        if key in self.remote:
-            wire.apply_state(self.remote[key], state, tensors)
+        module = self.remote.get((handle, ""))
+        if module is None:
+            module = self.build(state, tensors, handle, "")
         else:
-            self.remote[key] = self.build(state, tensors, handle, "")
-        self.synced[id(self.remote[key])] = _digest(self.remote[key])
-        return self.remote[key]
+            wire.apply_state(module, state, tensors)
+        self.synced[id(module)] = _digest(module)
+        return module
 
     def build(self, state: dict, tensors: list, handle, path: str, depth: int = 0) -> nn.Module:
         if not isinstance(state, dict) or depth > wire.MAX_DEPTH:
             raise JudgeError("a module not in the grader's format")
-        base = _torch_class(state.get("base"))
+        base = getattr(nn, str(state.get("base")).removeprefix("torch.nn."), None)
+        base = base if isinstance(base, type) and issubclass(base, nn.Module) else nn.Module
         name = str(state.get("cls", "Module"))[:100] or "Module"
         exact = bool(state.get("exact")) and base is not nn.Module and base.__name__ == name
-        cls = base if exact else type(name, (RemoteModule, base), {"__module__": "notebook"})
+        own = {"__module__": "notebook", "_session": self}
+        cls = base if exact else type(name, (RemoteModule, base), own)
         with torch.random.fork_rng(devices=[]):  # nothing is drawn: no __init__ runs
             module = cls.__new__(cls)
             nn.Module.__init__(module)
@@ -154,10 +131,7 @@ class Session:
         handle = entry.get("h")
         if handle not in self.proxies:
             def answer(*args, **kwargs):
-                result, exc, _ = session().call(answer, args)
-                if exc is not None:
-                    raise exc
-                return result
+                return _forward(self, answer, args)
 
             answer.__name__ = answer.__qualname__ = str(entry.get("name", "answer"))[:200]
             names = [str(p) for p in list(entry.get("params", []))[:64] if str(p).isidentifier()]
@@ -190,7 +164,6 @@ class Session:
         if handle is not None and self.remote.get((handle, path)) is module:
             return {"k": "ref", "h": handle, "path": path}
         made = f"j{next(self.fresh)}"
-        self.kept.append(module)
         if handle is not None:  # the check's copy of the notebook's module: the notebook copies its own
             self.channel.send({"op": "copy", "of": [handle, path], "as": made})
             reply, _ = self.channel.receive()
@@ -198,7 +171,7 @@ class Session:
                 raise JudgeError(f"your module could not be copied: {str(reply.get('message'))[:200]}")
             self._adopt(module, made)
             return {"k": "ref", "h": made, "path": ""}
-        entry = {"k": "new", "h": made, "state": _full_state(module, tensors)}
+        entry = {"k": "new", "h": made, "state": wire.module_state(module, tensors)}
         self._adopt(module, made)
         self.synced[id(module)] = _digest(module)
         return entry
@@ -210,16 +183,13 @@ class Session:
 
     # a call ------------------------------------------------------------------------------------------
 
-    def run(self, fn, *args):
-        """``checks._run(fn, *args)`` for the graded checks: the call, made in the notebook."""
-        return self.call(fn, args)
-
     def check_channel(self) -> None:
         """Raise the channel's error, if it broke during a check (even if the check caught it)."""
         if self.broken is not None:
             raise self.broken
 
-    def call(self, fn, args: tuple):
+    def run(self, fn, *args):
+        """``checks._run(fn, *args)`` for the graded checks: the call, made in the notebook."""
         self.check_channel()
         try:
             return self._call(fn, args)
@@ -231,7 +201,7 @@ class Session:
         """Call the notebook's ``fn(*args)``: (result, exception or None, watch), as ``checks._run`` returns."""
         tensors: list = []
         request = {"op": "call", "fn": self.pack(fn, tensors), "args": [self.pack(a, tensors) for a in args]}
-        modules = _modules(fn, args)
+        modules = wire.modules(fn, args)
         request["states"] = [[*m._remote, wire.module_state(m, tensors)] for m in modules
                              if self.synced.get(id(m)) != _digest(m)]
         if isinstance(fn, nn.Module):
@@ -251,7 +221,8 @@ class Session:
             except wire.WireError as exc:  # a value too large, say: this answer's loss, the channel is fine
                 raise JudgeError(f"your code handed the grader {exc}") from None
             self.synced[id(m)] = _digest(m)
-        for index, entry in _pairs(reply.get("changed")):
+        changed = reply.get("changed") if isinstance(reply.get("changed"), list) else []
+        for index, entry in (tuple(i[-2:]) for i in changed if isinstance(i, list) and len(i) >= 2):
             if type(index) is int and 0 <= index < len(args) and isinstance(args[index], torch.Tensor):
                 args[index].data = self.unpack(entry, got)
         return self.outcome(fn, reply, got)
@@ -272,55 +243,18 @@ class Session:
     def outcome(self, fn, reply: dict, got: list):
         outcome = reply.get("outcome") if isinstance(reply.get("outcome"), dict) else {}
         kind, name = outcome.get("kind"), getattr(fn, "__name__", type(fn).__name__)
-        graded = self.graded or _checks()
+        graded = self.graded
         if kind == "not-implemented":
             raise graded._NotYetImplemented(graded._name(fn))
         if kind == "helper-stub" and hasattr(graded, "_HelperStub"):
             raise graded._HelperStub(str(outcome.get("helper")), NotImplementedError(str(outcome.get("message"))))
         watch = _watch(graded, reply.get("watch") or {}, self.blind)
-        if kind == "raised":
-            return None, _exception(outcome), watch
+        if kind == "raised":  # the learner's exception, by its name and message (its class stays there)
+            message, name = str(outcome.get("message", "")), str(outcome.get("type", "Exception"))[:100]
+            return None, type(name, (Exception,), {"__str__": lambda self: message})(message), watch
         if kind != "returned":
             raise JudgeError(f"`{name}` did not return: {str(outcome.get('message', 'it stopped'))[:300]}")
         return self.unpack(outcome.get("value"), got), None, watch
-
-
-def _checks():
-    from attention_lab import checks
-
-    return checks
-
-
-def _pairs(items) -> list:
-    return [tuple(i[-2:]) for i in (items if isinstance(items, list) else []) if isinstance(i, list) and len(i) >= 2]
-
-
-def _modules(fn, args) -> list[nn.Module]:
-    """The modules a call hands the notebook, in the order observe.py hands their states back."""
-    found = [m for m in [fn, *args, *(x for a in args if type(a) in (list, tuple) for x in a)]
-             if isinstance(m, nn.Module)]
-    return list(dict.fromkeys(found))
-
-
-def _full_state(module: nn.Module, tensors: list) -> dict:
-    state = wire.module_state(module, tensors)
-
-    def paths(m, s):
-        cls = type(m)
-        s["path"] = f"{cls.__module__}.{cls.__qualname__}"
-        for name, child in m._modules.items():
-            if child is not None:
-                paths(child, s["children"][name])
-
-    paths(module, state)
-    return state
-
-
-def _exception(outcome: dict) -> Exception:
-    """The learner's exception, by its name and message (its class and code stay in the notebook)."""
-    message = str(outcome.get("message", ""))
-    cls = type(str(outcome.get("type", "Exception"))[:100], (Exception,), {"__str__": lambda self: message})
-    return cls(message)
 
 
 def _watch(graded, seen: dict, blind: bool):

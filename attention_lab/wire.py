@@ -43,16 +43,17 @@ class Closed(WireError):
 class Channel:
     """One end of a socket: :meth:`send` and :meth:`receive` whole messages, within the limits.
 
-    ``budget``: bytes this end accepts in all (None: no total limit); ``clock``: if set, each receive
-    adds the seconds it waited, and a receive that would take it past ``clock.limit`` raises Timeout.
+    ``budget``: bytes this end accepts in all (None: no total limit); ``waited``: the seconds its receives
+    waited, and a receive that would take it past ``limit`` seconds (None: no limit) raises Timeout.
     """
 
-    def __init__(self, sock: socket.socket, *, budget: int | None = None, clock=None):
-        self.sock, self.budget, self.clock, self.received = sock, budget, clock, 0
+    def __init__(self, sock: socket.socket, *, budget: int | None = None, limit: float | None = None):
+        self.sock, self.budget, self.limit, self.received, self.waited = sock, budget, limit, 0, 0.0
 
     def send(self, message: dict, tensors: list[torch.Tensor] = ()) -> None:
         raw = [t.detach().reshape(-1).contiguous().view(torch.uint8).numpy() for t in tensors]
-        body = json.dumps({**message, "tensors": [_describe(t) for t in tensors]}).encode("utf-8")
+        shapes = [{"dtype": str(t.dtype).removeprefix("torch."), "shape": list(t.shape)} for t in tensors]
+        body = json.dumps({**message, "tensors": shapes}).encode("utf-8")
         self.sock.sendall(_LENGTH.pack(len(body)) + body)
         for data in raw:
             if data.size:
@@ -75,20 +76,16 @@ class Channel:
         if self.budget is not None and self.received + total > self.budget:
             raise WireError(f"more than {self.budget // 2**20} MB of tensors handed to the grader in all")
         self.received += total
-        return message, [self._tensor(*shape) for shape in shapes]
-
-    def _tensor(self, dtype, shape, size) -> torch.Tensor:
-        if size == 0:
-            return torch.empty(shape, dtype=dtype)
-        data = bytearray(self._read(size))
-        return torch.frombuffer(data, dtype=torch.uint8).view(dtype).reshape(shape)
+        payloads = [bytearray(self._read(size)) for _, _, size in shapes]  # in order, each size checked above
+        return message, [torch.frombuffer(data, dtype=torch.uint8).view(dtype).reshape(shape) if data else
+                         torch.empty(shape, dtype=dtype) for data, (dtype, shape, _) in zip(payloads, shapes)]
 
     def _read(self, n: int) -> bytes:
         parts, left = [], n
         while left:
             start = time.monotonic()
-            if self.clock is not None:
-                self.sock.settimeout(max(self.clock.left(), 0.001))
+            if self.limit is not None:
+                self.sock.settimeout(max(self.limit - self.waited, 0.001))
             try:
                 chunk = self.sock.recv(min(left, 2**20))
             except TimeoutError:
@@ -96,17 +93,12 @@ class Channel:
             except OSError as exc:
                 raise Closed(f"the channel broke ({exc.strerror})") from None
             finally:
-                if self.clock is not None:
-                    self.clock.spent(time.monotonic() - start)
+                self.waited += time.monotonic() - start
             if not chunk:
                 raise Closed("the other side closed the channel")
             parts.append(chunk)
             left -= len(chunk)
         return b"".join(parts)
-
-
-def _describe(t: torch.Tensor) -> dict:
-    return {"dtype": str(t.dtype).removeprefix("torch."), "shape": list(t.shape)}
 
 
 def _expected(entry) -> tuple[torch.dtype, tuple[int, ...], int]:
@@ -194,12 +186,12 @@ def unsimple(entry):
     return entry["v"]
 
 
-def torch_base(cls: type) -> str:
-    """The nearest class of ``torch.nn`` that ``cls`` derives from, as ``torch.nn.Linear``."""
-    for base in cls.__mro__:
-        if base.__module__.startswith("torch.nn.modules") and getattr(nn, base.__name__, None) is base:
-            return f"torch.nn.{base.__name__}"
-    return "torch.nn.Module"
+def modules(fn, args) -> list[nn.Module]:
+    """The modules a call hands the notebook, in the order their states travel back: ``fn``, then the
+    arguments and the items of list and tuple arguments, each once."""
+    found = [m for m in [fn, *args, *(x for a in args if type(a) in (list, tuple) for x in a)]
+             if isinstance(m, nn.Module)]
+    return list(dict.fromkeys(found))
 
 
 def module_state(module: nn.Module, tensors: list, depth: int = 0) -> dict:
@@ -210,8 +202,10 @@ def module_state(module: nn.Module, tensors: list, depth: int = 0) -> dict:
     own = [(n, v) for n, v in list(vars(module).items())[:MAX_ITEMS] if not n.startswith("_")]
     children = list(module._modules.items())[:MAX_ITEMS] if depth < MAX_DEPTH else []
     cls = type(module)
+    base = next((b for b in cls.__mro__ if b.__module__.startswith("torch.nn.modules")  # its nearest nn class
+                 and getattr(nn, b.__name__, None) is b), nn.Module).__name__
     return {
-        "cls": cls.__name__, "path": f"{cls.__module__}.{cls.__qualname__}", "base": torch_base(cls),
+        "cls": cls.__name__, "path": f"{cls.__module__}.{cls.__qualname__}", "base": f"torch.nn.{base}",
         "exact": getattr(nn, cls.__name__, None) is cls, "training": bool(module.training),
         "params": {n: None if p is None else pack_tensor(p, tensors) for n, p in params.items()},
         "buffers": {n: None if b is None else pack_tensor(b, tensors) for n, b in buffers.items()},

@@ -7,7 +7,6 @@ matrices, a one-head ``nn.MultiheadAttention``), a function of ``x``, or one of 
 weights)`` is read at ``out``. A module of several heads in nanoGPT's layout (a fused ``c_attn``, an output
 projection) is read head by head (chapter 7), and the card names the head that fails a line. The module is
 callable: ``from attention_lab import diagnose; diagnose(head)``.
-Its parts: :mod:`.card`, :mod:`.subject` (finding and feeding q, k, v), :mod:`.weights`, :mod:`.reading`.
 The learner's code runs on copies, in ``eval()``, ``no_grad``, inside ``torch.random.fork_rng``.
 """
 
@@ -17,6 +16,7 @@ import sys
 import types
 
 import torch
+import torch.nn.functional as F
 
 from .card import VERDICTS, Diagnosis, Verdict, combined
 from .reading import _Head, _heads, read_head
@@ -49,25 +49,11 @@ def diagnose(obj, *, C: int | None = None, head_size: int | None = None,
     return card
 
 
-def _block_size(subject) -> int | None:
-    for t in subject.masks:  # a square 0/1 mask, (bs, bs) or nanoGPT's (1, 1, bs, bs)
-        if t.dim() >= 2 and t.shape[-1] == t.shape[-2] > 1 and ((t == 0) | (t == 1)).all():
-            return int(t.shape[-1])
-    return None
-
-
-def _widths(subject) -> list[int]:
-    """The widths of x worth trying, from the head's layers and matrices."""
-    found = [m.in_features for r in subject.roots for m in r.modules() if isinstance(m, torch.nn.Linear)]
-    found += [m.embed_dim for r in subject.roots for m in r.modules() if isinstance(m, torch.nn.MultiheadAttention)]
-    found += [n for r in subject.roots for p in r.parameters() if p.dim() == 2 for n in p.shape]
-    return list(dict.fromkeys(found))
-
-
 def _sizes(subject, C, hs, bs):
     """(feed, head_size, T = block_size, C, the text of where each came from); raises _Unusable."""
-    if bs is None:
-        bs = _block_size(subject)
+    if bs is None:  # from a square 0/1 mask, (bs, bs) or nanoGPT's (1, 1, bs, bs)
+        bs = next((int(t.shape[-1]) for t in subject.masks
+                   if t.dim() >= 2 and t.shape[-1] == t.shape[-2] > 1 and ((t == 0) | (t == 1)).all()), None)
         said = (f"block_size={bs} (from its mask)" if bs else
                 "block_size not inferred (no square mask found): tested T = 8, pass block_size=")
     else:
@@ -76,7 +62,11 @@ def _sizes(subject, C, hs, bs):
     if subject.takes_qkv:
         return _QKVFeed(subject), hs or 16, T, C, (f"head_size={hs} (given)" if hs else
                                                   "head_size not given: tested with 16") + "; " + said
-    widths = [C] if C else _widths(subject)
+    layers = [m for r in subject.roots for m in r.modules()]
+    widths = [m.in_features for m in layers if isinstance(m, torch.nn.Linear)]  # the widths of x worth trying
+    widths += [m.embed_dim for m in layers if isinstance(m, torch.nn.MultiheadAttention)]
+    widths += [n for r in subject.roots for p in r.parameters() if p.dim() == 2 for n in p.shape]
+    widths = [C] if C else list(dict.fromkeys(widths))
     if not widths:
         raise _Unusable("C not inferred: no nn.Linear or weight matrix found; call diagnose(obj, C=...)")
     errors = []
@@ -103,13 +93,6 @@ def _sizes(subject, C, hs, bs):
     return feed, hs or found, T, c, f"C={c}, head_size={found} (from its projections); " + said
 
 
-def _many(name, kind, sizes, n, hs) -> Diagnosis:
-    line = Verdict(None, f"{n} heads side by side (n_head = {n}), each of size {hs}: diagnose reads "
-                         f"one head at a time, and each of these is read on its own in the many-heads "
-                         f"chapter; diagnose one head (a module with n_head = 1)")
-    return Diagnosis(name, kind, sizes, line, heads=n)
-
-
 def _diagnose(obj, C, hs, bs) -> Diagnosis:
     name = getattr(obj, "__name__", None) or type(obj).__name__
     try:
@@ -122,7 +105,11 @@ def _diagnose(obj, C, hs, bs) -> Diagnosis:
         except _Unusable as exc:
             return Diagnosis(name, subject.kind, "sizes unknown", Verdict(False, str(exc)))
         if isinstance(feed, _Many):
-            return _many(name, subject.kind, sizes, feed.n, feed.hs)
+            n = feed.n
+            return Diagnosis(name, subject.kind, sizes, Verdict(
+                None, f"{n} heads side by side (n_head = {n}), each of size {feed.hs}: diagnose reads one "
+                f"head at a time, and each of these is read on its own in the many-heads chapter; diagnose "
+                f"one head (a module with n_head = 1)"), heads=n)
         head = _Head(subject, feed, 2, T, hs, C)
         if feed is not None:
             try:
@@ -132,16 +119,11 @@ def _diagnose(obj, C, hs, bs) -> Diagnosis:
                 n = 1
             if n > 1:
                 sizes = sizes.replace(f"head_size={hs}", f"{n} heads of size {hs // n}")
-                cards = []
-                for j in range(n):  # each head on its own columns (chapter 7)
-                    one = Diagnosis(name, subject.kind, sizes, Verdict(True, "runs"))
-                    read_head(one, _Head(_OneHead(subject, j, hs // n), _HeadFeed(feed, j, hs // n, hs), 2, T,
-                                         hs // n, C))
-                    cards.append(one)
+                cards = [read_head(_Head(_OneHead(subject, j, hs // n), _HeadFeed(feed, j, hs // n, hs), 2, T,
+                                         hs // n, C), name, subject.kind, sizes)
+                         for j in range(n)]  # each head on its own columns (chapter 7)
                 return combined(name, subject.kind, sizes, cards)
-        card = Diagnosis(name, subject.kind, sizes, Verdict(True, "runs"))
-        read_head(card, head)
-    return card
+        return read_head(head, name, subject.kind, sizes)
 
 
 class _OneHead:
@@ -163,23 +145,10 @@ class _HeadFeed:
     its own columns of the output come back."""
 
     def __init__(self, feed, j: int, hs: int, width: int):
-        self.feed, self.width, self.columns = feed, width, slice(j * hs, (j + 1) * hs)
-
-    @property
-    def order(self):
-        return self.feed.order
-
-    @order.setter
-    def order(self, value):
-        self.feed.order = value
+        self.feed, self.pad, self.columns = feed, (j * hs, width - (j + 1) * hs), slice(j * hs, (j + 1) * hs)
 
     def attend(self, q, k, v):
-        whole = []
-        for t in (q, k, v):
-            full = torch.zeros(*t.shape[:-1], self.width)
-            full[..., self.columns] = t
-            whole.append(full)
-        return self.feed.attend(*whole)[..., self.columns]
+        return self.feed.attend(*(F.pad(t, self.pad) for t in (q, k, v)))[..., self.columns]
 
     def qkv_of(self, inputs):
         return tuple(t[..., self.columns] for t in self.feed.qkv_of(inputs))

@@ -1,9 +1,7 @@
 """The report card of :func:`attention_lab.diagnose.diagnose`: one :class:`Verdict` a line.
 
-A :class:`Diagnosis` holds the verdicts of one head, in :data:`VERDICTS` order. A module of several
-heads read head by head (chapter 7, :func:`combined`) holds each head's card in :attr:`Diagnosis.cards`
-and one line a verdict: the first head that fails it, by number, or the line all heads share; a module
-of several heads that cannot be read so gets one line that says so (:attr:`Diagnosis.heads`).
+A :class:`Diagnosis` holds the verdicts of one head, in :data:`VERDICTS` order; :func:`combined` makes
+one card of several heads' cards (chapter 7).
 """
 from __future__ import annotations
 

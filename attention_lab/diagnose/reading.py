@@ -1,11 +1,9 @@
 """Reading one head: every line of the card, measured (for :func:`attention_lab.diagnose`).
 
-:func:`read_head` fills a :class:`.card.Diagnosis` from a :class:`_Head`, a head it can run on inputs
-and, through a feed (:mod:`.subject`), on q, k and v of its choosing. Nothing assumes the weights'
-form: the softmax axis is the one whose sums are constant; the scale is read from how the weights
-move when q is doubled (a bias, a fill or a mask on the scores cancels out); causality is measured at
-several T; what is left (a bias, a fill, a float16 softmax, a factor on the output) is named after.
-A reader of several heads can build one :class:`_Head` a head and call :func:`read_head` on each.
+:func:`read_head` makes a :class:`.card.Diagnosis` of a :class:`_Head`, a head it can run on inputs
+and, through a feed (:mod:`.subject`), on q, k and v of its choosing; the weights are read as
+:mod:`.weights` says, causality is measured at several T. A module of several heads is read one
+:class:`_Head` a head.
 """
 from __future__ import annotations
 
@@ -15,7 +13,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from .card import Verdict, _unmeasured
+from .card import Diagnosis, Verdict, _unmeasured
 from .subject import _error, _LinearFeed, _NoDropout, _ParamFeed
 from .weights import SUPPORT, _read_weights
 
@@ -243,8 +241,8 @@ def _order_line(r) -> Verdict:
     if not (r.W <= SUPPORT).any() and not _masked(r).any():
         return _unmeasured("nothing is masked")
     if r.after:
-        low, group = float(r.W.sum(-1).min()), "row"
-        return Verdict(False, f"mask after the softmax: a {group} sums to {low:.3f}, "
+        low = float(r.W.sum(-1).min())
+        return Verdict(False, f"mask after the softmax: a row sums to {low:.3f}, "
                               f"not 1; fill the scores with -inf, then take the softmax", low)
     return Verdict(True, "mask before the softmax: each row's weights sum to 1")
 
@@ -258,7 +256,7 @@ def _masked(r) -> torch.Tensor:
 
 def _exact_mask(h, r) -> Verdict:
     """Scores far below any finite fill: a -inf (or -1e9) mask still gives future keys 0."""
-    B, T, W = h.B, h.T, r.W
+    B, T = h.B, h.T
     masked = _masked(r)
     if not masked.any():
         return _unmeasured("nothing is masked")
@@ -351,9 +349,9 @@ def _heads(h) -> int:
     return n if 1 < n <= h.hs // 2 and starts == list(range(0, h.hs, h.hs // n)) else 1
 
 
-def read_head(card, h: _Head) -> None:
-    """Fill ``card`` with the measurements of the head ``h``, every line on its own: a line that
-    cannot be measured says why, and the others are still read."""
+def read_head(h: _Head, name: str, kind: str, sizes: str) -> Diagnosis:
+    """The card of the head ``h``, every line measured on its own: a line that cannot be measured says
+    why, and the others are still read."""
     inputs = h.inputs(h.T)
     given = [t.clone() for t in inputs]
     try:
@@ -363,19 +361,18 @@ def read_head(card, h: _Head) -> None:
     except Exception as exc:  # noqa: BLE001
         why = f"forward raised {_error(exc)}"
     if why:
-        card.runs = Verdict(False, f"{why} at T={h.T}")
-        return
+        return Diagnosis(name, kind, sizes, Verdict(False, f"{why} at T={h.T}"))
     read_at = f", read at the input of `{h.subject.proj}`" if h.subject.proj is not None else ""
     read_at += ", the first of the (out, weights) it returns" if h.subject.pair else ""
-    card.runs = Verdict(True, f"runs: {'(q, k, v)' if h.subject.takes_qkv else '(B, T, C)'} -> "
-                              f"(B, T, head_size) = {tuple(out.shape)}{read_at}")
+    takes = "(q, k, v)" if h.subject.takes_qkv else "(B, T, C)"
+    runs = f"runs: {takes} -> (B, T, head_size) = {tuple(out.shape)}{read_at}"
+    card = Diagnosis(name, kind, sizes, Verdict(True, runs))
     names = ["q", "k", "v"] if h.subject.takes_qkv else ["x"]
     changed = [n for n, a, b in zip(names, inputs, given) if not torch.equal(a, b)]
     card.in_place = (Verdict(False, f"changes its input {', '.join(changed)} in place: use "
                                     f"masked_fill, not masked_fill_, and x = x * s, not x *= s",
                              changed) if changed else Verdict(True, "leaves its input unchanged"))
     card.eval_dropout = _safe(lambda: _dropout(h))
-    h.W = None
     with _NoDropout():  # the rest is measured with dropout off, whatever the head does
         card.state = _safe(lambda: _state(h))
         if card.state.ok is False and h.subject.module is None:  # no new copy to run: nothing more to read
@@ -383,7 +380,7 @@ def read_head(card, h: _Head) -> None:
                 setattr(card, f, _unmeasured("it keeps results between calls (see that line), so more "
                                              "calls cannot show what it computes"))
             card.short_T = _short(h)
-            return
+            return card
         if h.feed is not None:
             try:
                 _find_v(h)
@@ -397,3 +394,4 @@ def read_head(card, h: _Head) -> None:
                 setattr(card, f, _unmeasured("no q, k, v projections found"))
         card.causal = _safe(lambda: _causal(h, h.W))
         card.short_T = _short(h)
+    return card

@@ -2,18 +2,8 @@
 
 :class:`_Subject` runs the head: a module on a new copy at every call (so state it keeps between calls
 never blurs a reading), in ``eval()``; a function as it is. Its q, k and v are found by watching what
-its input goes through, and a *feed* makes the head compute with q, k and v of our choosing:
-
-- :class:`_LinearFeed`: nn.Linear layers first fed x (three, or one fused whose output's thirds are q,
-  k and v), their outputs replaced through forward hooks;
-- :class:`_ParamFeed`: bare nn.Parameter matrices (``x @ W`` or ``F.linear(x, W)``), set on the copy so
-  that one-hot positions x give the q, k, v wanted;
-- :class:`_MHAFeed`: an ``nn.MultiheadAttention`` with one head, its packed projection set the same way
-  and its inputs replaced by one-hot positions (its ``out_proj`` is made the identity: the head is read
-  at that layer's input);
-- :class:`_QKVFeed`: a function of (q, k, v), called with them.
-
-:func:`_locate` picks the feed, or says the module holds several heads (:class:`_Many`).
+its input goes through, and a *feed* (``_LinearFeed``, ``_ParamFeed``, ``_MHAFeed``, ``_QKVFeed``) makes
+the head compute with q, k and v of our choosing; :func:`_locate` picks the feed.
 """
 from __future__ import annotations
 
@@ -75,7 +65,6 @@ class _Subject:
     """The learner's head: a module (run on a new copy each time) or a function (run as it is)."""
 
     def __init__(self, obj):
-        self.name = getattr(obj, "__name__", None) or type(obj).__name__
         self.module, self.fn, found = None, None, {}
         self.proj = None  # the name of an output projection: the head is read at its input
         self.pair = False  # the head returns (out, weights)
@@ -132,12 +121,6 @@ class _Subject:
                         m.out_proj.bias.zero_()
         return module
 
-    def linears(self, on) -> dict[str, nn.Linear]:
-        """The nn.Linear layers of a run, by name (a function's are named after their root)."""
-        roots = [on] if on is not None else self.roots
-        return {(f"{i}." if on is None else "") + n: m for i, r in enumerate(roots)
-                for n, m in r.named_modules() if isinstance(m, nn.Linear)}
-
     def call(self, *inputs, on=None, replace=None, pre=None):
         """One run on ``inputs``: (the head's raw result, [(layer name, its input, its output)]).
 
@@ -145,7 +128,10 @@ class _Subject:
         for a forward pre-hook (with kwargs) that changes a module's inputs."""
         target = self.instance() if on is None else on
         calls, hooks = [], []
-        for name, layer in self.linears(target).items():
+        roots = [target] if target is not None else self.roots  # a function's layers: named after their root
+        linears = {(f"{i}." if target is None else "") + n: m for i, r in enumerate(roots)
+                   for n, m in r.named_modules() if isinstance(m, nn.Linear)}
+        for name, layer in linears.items():
             def hook(m, i, out, name=name):
                 calls.append((name, i[0], out))
                 return replace.get(name) if replace else None
@@ -203,22 +189,17 @@ class _LinearFeed:
     def __init__(self, subject, names: list[str], C: int):
         self.subject, self.names, self.C, self.order = subject, names, C, [0, 1, 2]
 
-    def _pieces(self, outs: dict) -> list:
-        if len(self.names) == 1:
-            return list(outs[self.names[0]].chunk(3, dim=-1))
-        return [outs[n] for n in self.names]
-
     def attend(self, q, k, v):
-        pieces = [None] * 3
-        for i, t in zip(self.order, (q, k, v)):
-            pieces[i] = t
+        pieces = [(q, k, v)[self.order.index(i)] for i in range(3)]  # piece order[n] is the n-th of q, k, v
         replace = ({self.names[0]: torch.cat(pieces, dim=-1)} if len(self.names) == 1 else
                    dict(zip(self.names, pieces)))
         return self.subject.run(torch.randn(q.shape[0], q.shape[1], self.C), replace=replace)
 
     def qkv_of(self, inputs):
         _, calls = self.subject.call(*[t.clone() for t in inputs])
-        pieces = self._pieces({name: o for name, _, o in calls})
+        outs = {name: o for name, _, o in calls}
+        fused = len(self.names) == 1
+        pieces = outs[self.names[0]].chunk(3, dim=-1) if fused else [outs[n] for n in self.names]
         return tuple(pieces[i] for i in self.order)
 
 
@@ -240,16 +221,13 @@ class _ParamFeed:
     def __init__(self, subject, names: list[str], C: int, left: bool):
         self.subject, self.names, self.C, self.left, self.order = subject, names, C, left, [0, 1, 2]
 
-    def _set(self, inst, pieces):
-        params = dict(inst.named_parameters())
-        with torch.no_grad():
-            for i, t in zip(self.order, pieces):
-                M = _rows(t, self.C)  # (C, hs)
-                params[self.names[i]].copy_(M.T if self.left else M)
-
     def attend(self, q, k, v):
         def run_one(inst, *pieces):
-            self._set(inst, pieces)
+            params = dict(inst.named_parameters())
+            with torch.no_grad():
+                for i, t in zip(self.order, pieces):
+                    M = _rows(t, self.C)  # (C, hs)
+                    params[self.names[i]].copy_(M.T if self.left else M)
             return self.subject.run(torch.eye(q.shape[1], self.C)[None], on=inst)
 
         return _one_hot_runs(self.subject, q, k, v, run_one)
@@ -263,8 +241,6 @@ class _ParamFeed:
 
 class _MHAFeed:
     """An nn.MultiheadAttention with one head, at ``name`` in the module ("" for the module itself)."""
-
-    order = [0, 1, 2]
 
     def __init__(self, subject, name: str):
         self.subject, self.name = subject, name
