@@ -654,26 +654,29 @@ def whole_scores_four_times(model, ids):
 
 
 def step_by_hand(q, k, v, cache, block_size, *, axis=2, mask=None, trim="last", attend="kept", scale=True,
-                 returns="pair"):
+                 returns="pair", dim=-1):
     """Chapter 8's decode step written out, right or with one named mistake."""
     if cache is not None:
         k_all, v_all = torch.cat([cache[0], k], dim=axis), torch.cat([cache[1], v], dim=axis)
     else:
         k_all, v_all = k, v
     kept = {"last": lambda t: t[:, :, -block_size:], "none": lambda t: t,
-            "first": lambda t: t[:, :, :block_size], "narrow": lambda t: t.narrow(2, 0, min(block_size, t.shape[2]))}
+            "first": lambda t: t[:, :, :block_size], "narrow": lambda t: t.narrow(2, 0, min(block_size, t.shape[2])),
+            "short": lambda t: t[:, :, -(block_size - 1):]}
     k_kept, v_kept = kept[trim](k_all), kept[trim](v_all)
     ka, va = {"kept": (k_kept, v_kept), "all": (k_all, v_all), "new": (k, v),
               "oldest": (k_all[:, :, :block_size], v_all[:, :, :block_size])}[attend]
     scores = q @ ka.transpose(-2, -1)
-    if scale:
+    if scale == "C":  # the model's width, n_head * hs
+        scores = scores / math.sqrt(q.shape[1] * q.shape[-1])
+    elif scale:
         scores = scores / q.shape[-1] ** 0.5
     L = ka.shape[2]
     if mask == "first":
         scores = scores.masked_fill(torch.ones(L, L).tril()[:1, :L] == 0, float("-inf"))
     elif mask == "self":
         scores = scores.masked_fill(torch.eye(L)[-1:] == 0, float("-inf"))
-    out = F.softmax(scores, dim=-1) @ va
+    out = F.softmax(scores, dim=dim) @ va
     if returns == "out":
         return out
     if returns == "flat":
@@ -686,7 +689,10 @@ def step_sdpa(q, k, v, cache, block_size, *, axis=-2, is_causal=False, trim="las
     if cache is not None:
         k, v = torch.cat((cache[0], k), axis), torch.cat((cache[1], v), axis)
     new = (k[:, :, -1:], v[:, :, -1:])
-    kept = (k[:, :, -block_size:], v[:, :, -block_size:]) if trim == "last" else (k, v)
+    kept = {"last": (k[:, :, -block_size:], v[:, :, -block_size:]), "none": (k, v),
+            "short": (k[:, :, 1 - block_size:], v[:, :, 1 - block_size:])}[trim]
+    if scale == "C":
+        scale = 1 / math.sqrt(q.shape[1] * q.shape[-1])
     ka, va = {"kept": kept, "all": (k, v), "new": new,
               "oldest": (k[:, :, :block_size], v[:, :, :block_size])}[attend]
     return F.scaled_dot_product_attention(q, ka, va, is_causal=is_causal, scale=scale), kept
@@ -1546,6 +1552,12 @@ WRONG = [
     ("cache-trim-newest-out-sdpa", checks.check_attend_cached, (functools.partial(step_sdpa, attend="oldest"),), "cache/trim-newest"),
     ("cache-no-scale", checks.check_attend_cached, (functools.partial(step_by_hand, scale=False),), "cache/no-scale"),
     ("cache-no-scale-sdpa", checks.check_attend_cached, (functools.partial(step_sdpa, scale=1.0),), "cache/no-scale"),
+    ("cache-sqrt-C", checks.check_attend_cached, (functools.partial(step_by_hand, scale="C"),), "cache/sqrt-C"),
+    ("cache-sqrt-C-sdpa", checks.check_attend_cached, (functools.partial(step_sdpa, scale="C"),), "cache/sqrt-C"),
+    ("cache-softmax-query", checks.check_attend_cached, (functools.partial(step_by_hand, dim=-2),), "cache/softmax-dim"),
+    ("cache-softmax-query-2", checks.check_attend_cached, (functools.partial(step_by_hand, dim=2),), "cache/softmax-dim"),
+    ("cache-short", checks.check_attend_cached, (functools.partial(step_by_hand, trim="short"),), "cache/short-cache"),
+    ("cache-short-sdpa", checks.check_attend_cached, (functools.partial(step_sdpa, trim="short"),), "cache/short-cache"),
     ("cache-cat-heads", checks.check_attend_cached, (functools.partial(step_by_hand, axis=1),), "cache/cat-axis"),
     ("cache-cat-channels", checks.check_attend_cached, (functools.partial(step_sdpa, axis=-1),), "cache/cat-axis"),
     ("cache-out-only", checks.check_attend_cached, (functools.partial(step_by_hand, returns="out"),), "cache/not-a-pair"),

@@ -54,6 +54,16 @@ def _no_scale(c: Case):
     return torch.softmax(c.q @ k.transpose(-2, -1), dim=-1) @ v
 
 
+def _sqrt_C(c: Case):  # the scores divided by √(n_head · hs), the model's width
+    _, (k, v) = cached(c)
+    return torch.softmax(c.q @ k.transpose(-2, -1) / math.sqrt(c.C), dim=-1) @ v
+
+
+def _softmax_over_query(c: Case):  # softmax over the one query's axis: every weight 1, the values summed
+    _, (k, v) = cached(c)
+    return v.sum(dim=2, keepdim=True) if v.shape[2] > 1 else None
+
+
 def _untrimmed(c: Case):
     return cached(c, keep="all")[0] if c.T + 1 > c.block_size else None
 
@@ -79,6 +89,12 @@ _CACHE_ROWS = _table(
      _answer_is(_kept_oldest)),
     ("cache/no-scale", "you did not scale the scores: divide q @ kᵀ by √hs = {root_hs:.3g}",
      _answer_is(_no_scale)),
+    ("cache/sqrt-C", "you divided the scores by √C = √{C}, C = n_head · hs the model's width: each head's "
+     "scores are dot products of its own hs = {hs} channels, so divide by √hs = {root_hs:.3g}",
+     _answer_is(_sqrt_C)),
+    ("cache/softmax-dim", "every weight is 1, so out is the plain sum of the values: the softmax ran over "
+     "dim=-2, the axis of the one query, where the scores (B, n_head, 1, L) hold one number; take it over "
+     "the keys, dim=-1", _answer_is(_softmax_over_query)),
 )
 
 
@@ -102,6 +118,8 @@ _table(
      "oldest, k[:, :, -block_size:], so it never holds more positions than the model has", None),
     ("cache/trim-newest-cache", "your new cache keeps the oldest {block_size} rows and drops the new one: "
      "trimming drops the oldest row, k[:, :, -block_size:], so the newest character stays in the cache", None),
+    ("cache/short-cache", "your new cache keeps the last {rows} rows, one fewer than block_size = {block_size}: "
+     "k[:, :, -block_size:] keeps {block_size}, the new row and the {rows} before it", None),
 )
 
 def _check_cache(got, case: Case, expected_k, expected_v, name: str, where: str):
@@ -116,6 +134,9 @@ def _check_cache(got, case: Case, expected_k, expected_v, name: str, where: str)
         if case.T + 1 > case.block_size and tuple(t.shape) == tuple(oldest.shape) and torch.allclose(
                 t.double(), oldest, rtol=1e-4, atol=1e-5):
             _fail("cache/trim-newest-cache", block_size=case.block_size)
+        if e.shape[2] == case.block_size and tuple(t.shape) == tuple(e[:, :, 1:].shape) and torch.allclose(
+                t.double(), e[:, :, 1:], rtol=1e-4, atol=1e-5):
+            _fail("cache/short-cache", rows=case.block_size - 1, block_size=case.block_size)
         _compare(t, e, what=f"your new cache's {which}", where=where)
 
 
@@ -138,7 +159,8 @@ def check_attend_cached(fn, *, trial):
         case = Case(q=q.double(), k=k.double(), v=v.double(),  # (B, nh, 1, hs) each, and the cache
                     k_cache=None if cache is None else cache[0].double(),
                     v_cache=None if cache is None else cache[1].double(),
-                    B=B, T=T, n_head=nh_, hs=hs_, block_size=bs_, T_plus=T + 1, root_hs=math.sqrt(hs_))
+                    B=B, T=T, n_head=nh_, hs=hs_, C=nh_ * hs_, block_size=bs_, T_plus=T + 1,
+                    root_hs=math.sqrt(hs_))
         out, (ek, ev) = cached(case)
         where = (f"q, k, v of shape {_shape(q)}, " + ("no cache" if cache is None else
                  f"a cache of shape {_shape(cache[0])}") + f", block_size = {bs_}")
