@@ -33,8 +33,8 @@ def ch8_ratio(full, cached, T, C):
     """How many times the multiply-adds of a full window of T a cached decode step does."""
     right = full / cached
     return number_question(
-        "ch8-ratio", "8.2", f"How many times fewer multiply-adds does one decode step with the cache do than "
-                            f"one step over the full window, at T = {T}?", right,
+        "ch8-ratio", "8.2", f"how many times fewer multiply-adds one decode step with the cache does than one "
+                            f"step over the full window, at T = {T}", right,
         f"the full window computes every one of its {T} positions: its projections, W_O and lm_head cost {T} "
         f"times one position's, and its scores and weighted sums, {T} rows of {T} keys, {T} times one row "
         f"of {T}. So the full step is exactly {T} times the cached step, {full:,} against {cached:,}.",
