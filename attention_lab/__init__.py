@@ -8,4 +8,4 @@ chapter's maths behind them), :mod:`~attention_lab.checks` (the exercise checks)
 
 # the one place the course's version is written: pyproject.toml, the bootstrap cells and every launch link
 # follow it (`make release VERSION=X.Y.Z` sets it)
-__version__ = "0.3.1"
+__version__ = "0.3.2"
